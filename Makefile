@@ -1,0 +1,63 @@
+# groundkit — every target bootstraps its own virtual environment from nothing.
+# `make help` lists the targets.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.bootstrapped
+DATA   ?= ../shared/data
+export GROUNDKIT_DATA ?= $(abspath $(DATA))
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.DEFAULT_GOAL := help
+.PHONY: help venv test lint typecheck golden-lint pytest eval bench lock browser clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, pinned, so pip takes the on-disk CPU build rather than a CUDA one.
+	$(PY) -m pip install --quiet -c requirements.lock torch
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[all,dev,bench]'
+	touch $@
+
+venv: $(STAMP) ## create .venv and install groundkit with every extra (pinned by requirements.lock)
+
+browser: ## install headless Chromium (Debian) for the HTML report test, if missing
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium not installed and cannot apt-get it: the browser test will skip"; fi; }
+
+lint: $(STAMP) ## ruff over the code
+	$(VENV)/bin/ruff check groundkit evals tests bench
+
+typecheck: $(STAMP) ## mypy (strict) over groundkit/
+	$(VENV)/bin/mypy groundkit
+
+golden-lint: $(STAMP) ## lint the golden corpus (quotes, checksums, ids, counts)
+	$(PY) -m evals.golden lint golden/v1
+
+pytest: $(STAMP) browser ## the pytest suite alone
+	$(PY) -m pytest -q
+
+test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
+
+eval: $(STAMP) ## index golden v1, run every default stage, write reports, check the gates
+	$(PY) -m evals run --golden golden/v1 --out evals/results --html reports/latest.html
+
+bench: $(STAMP) ## benchmarks: throughput, latency, memory, with ratios against peers
+	$(PY) bench/run_all.py
+
+lock: ## re-resolve requirements.lock from pyproject.toml (deliberate commit)
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet torch==2.13.0 && .lock-venv/bin/pip install --quiet -e '.[all,dev,bench]'
+	.lock-venv/bin/pip freeze --exclude-editable | grep -v '^groundkit' > requirements.lock
+	rm -rf .lock-venv
+
+clean: ## remove the venv, caches and generated reports
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis evals/results reports/*.html

@@ -1,0 +1,184 @@
+"""Cutting decoded text into overlapping windows at natural boundaries.
+
+A chunker returns plain ``(start, end)`` spans over the text; turning them
+into :class:`groundkit.model.Chunk` values (with byte offsets, lines and ids)
+is :func:`make_chunks`' job, so every span is checked by the ``Chunk``
+constructor against the document it came from.
+
+The windowing rule, for a target size ``T``, overlap ``O`` and hard maximum
+``M = max_factor * T``:
+
+* a window starts at a non-whitespace character;
+* it ends at the best boundary in ``[start + T/2, start + 5T/4]``, or failing
+  that in ``[start + T/2, start + M]``, preferring, in order, a heading, a
+  blank line, a sentence end, a line end, a space, and the candidate closest
+  to ``T`` within the best class present; with no boundary at all it is cut
+  hard at ``M``;
+* trailing whitespace is trimmed from the window;
+* the next window starts at the best boundary at or after ``end - O`` (so
+  windows overlap by about ``O``) and always strictly after the previous start
+  and no later than the previous end, so every non-whitespace character is
+  covered.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import UsageError
+from .model import Chunk, Document, make_chunk_id, sha256_text
+from .sources import encode_len
+
+# Boundary classes, best first. Each pattern's match *end* is a position where
+# a window may end; the next window may start there too.
+_BOUNDARIES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?:\r\n|\r|\n)(?=#{1,6} |={3,}|-{3,})"),  # before a heading / rule
+    re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)"),  # blank line
+    re.compile(r"[.!?。！？](?=\s)"),  # sentence end
+    re.compile(r"\r\n|\r|\n"),  # line end
+    re.compile(r"[ \t]+"),  # any space
+)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_NON_SPACE = re.compile(r"\S")
+
+
+DEFAULT_TARGET = 1000
+DEFAULT_OVERLAP = 150
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkerConfig:
+    """Window size and overlap, in code points; recorded in the collection."""
+
+    target: int = DEFAULT_TARGET
+    overlap: int = DEFAULT_OVERLAP
+    max_factor: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 50 <= self.target <= 20_000:
+            raise UsageError(f"chunk target must be 50..20000 characters, got {self.target}")
+        if not 0 <= self.overlap < self.target // 2:
+            raise UsageError(
+                f"chunk overlap must be 0..{self.target // 2 - 1} for target {self.target}, "
+                f"got {self.overlap}"
+            )
+        if not 1.0 <= self.max_factor <= 4.0:
+            raise UsageError(f"max_factor must be 1.0..4.0, got {self.max_factor}")
+
+    @property
+    def maximum(self) -> int:
+        return int(self.target * self.max_factor)
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"target": self.target, "overlap": self.overlap, "max_factor": self.max_factor}
+
+
+class _Boundaries:
+    """Sorted candidate positions per boundary class, for bisecting."""
+
+    def __init__(self, text: str) -> None:
+        self.classes = [sorted({m.end() for m in p.finditer(text)}) for p in _BOUNDARIES]
+
+    def best_end(self, lo: int, hi: int, target: int) -> int | None:
+        for positions in self.classes:
+            i, j = bisect.bisect_left(positions, lo), bisect.bisect_right(positions, hi)
+            if i < j:
+                window = positions[i:j]
+                k = bisect.bisect_left(window, target)
+                near = window[max(0, k - 1) : k + 1]
+                return min(near, key=lambda p: (abs(p - target), p))
+        return None
+
+    def best_start(self, lo: int, hi: int) -> int | None:
+        for positions in self.classes:
+            i = bisect.bisect_left(positions, lo)
+            if i < len(positions) and positions[i] <= hi:
+                return positions[i]
+        return None
+
+
+def spans(text: str, config: ChunkerConfig) -> Iterator[tuple[int, int]]:
+    """Yield the ``(start, end)`` windows of ``text``; none for blank text."""
+    first = _NON_SPACE.search(text)
+    if first is None:
+        return
+    bounds = _Boundaries(text)
+    n = len(text)
+    start = first.start()
+    while True:
+        if n - start <= config.maximum:
+            end = n
+        else:
+            end = _window_end(bounds, start, config)
+        end = _trim_right(text, start, end)
+        yield start, end
+        rest = _NON_SPACE.search(text, end)
+        if rest is None:
+            return
+        nxt = _next_start(text, bounds, start, end, config.overlap)
+        start = nxt if nxt is not None else rest.start()
+
+
+def _window_end(bounds: _Boundaries, start: int, config: ChunkerConfig) -> int:
+    """The best boundary near the target: a narrow window first, then up to the maximum."""
+    lo, target = start + max(1, config.target // 2), start + config.target
+    for hi in (start + config.target * 5 // 4, start + config.maximum):
+        end = bounds.best_end(lo, hi, target)
+        if end is not None:
+            return end
+    return start + config.maximum
+
+
+def _trim_right(text: str, start: int, end: int) -> int:
+    while end > start + 1 and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _next_start(
+    text: str, bounds: _Boundaries, start: int, end: int, overlap: int
+) -> int | None:
+    """A start in ``(start, end]`` near ``end - overlap``, on a non-space character."""
+    if overlap == 0:
+        return None
+    lo = max(start + 1, end - overlap)
+    candidate = bounds.best_start(lo, end)
+    if candidate is None:
+        return None
+    m = _NON_SPACE.search(text, candidate)
+    if m is None or m.start() >= end or m.start() <= start:
+        return None
+    return m.start()
+
+
+def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> list[Chunk]:
+    """Chunk ``document``; every chunk is validated against the document text."""
+    text = document.text
+    line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+    chunks: list[Chunk] = []
+    cursor_cp, cursor_byte = 0, document.bom_len
+    for start, end in spans(text, config):
+        # Byte offsets advance incrementally: starts are non-decreasing.
+        cursor_byte += encode_len(text[cursor_cp:start], document.encoding)
+        cursor_cp = start
+        piece = text[start:end]
+        chunks.append(
+            Chunk(
+                chunk_id=make_chunk_id(collection, document.doc_id, document.sha256, start, end),
+                doc_id=document.doc_id,
+                doc_sha256=document.sha256,
+                start=start,
+                end=end,
+                byte_start=cursor_byte,
+                byte_end=cursor_byte + encode_len(piece, document.encoding),
+                start_line=bisect.bisect_right(line_starts, start),
+                end_line=bisect.bisect_right(line_starts, end - 1),
+                text=piece,
+                span_sha256=sha256_text(piece),
+                document=text,
+            )
+        )
+    return chunks

@@ -1,0 +1,156 @@
+"""The ``grk`` subcommands. Each is a ``configure(parser) -> handler`` pair."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
+from .cli import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
+from .collection import Collection, fetch_chunk, index, list_collections
+from .indexer import IndexConfig
+from .model import Status
+from .progress import ProgressBar
+from .sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
+
+
+@command("index", "Index folders into a collection (incremental, atomic).")
+def _index(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="folders to index")
+    p.add_argument("--collection", "-c", required=True, metavar="NAME")
+    p.add_argument("--include", action="append", metavar="GLOB",
+                   help="file globs to index (repeatable; default: text, docs and source code)")
+    p.add_argument("--exclude", action="append", metavar="GLOB",
+                   help="globs to skip; 'dir/' skips a folder (added to the defaults: VCS, "
+                   "dependency and cache folders)")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                   help=f"skip files larger than this (default {DEFAULT_MAX_BYTES})")
+    p.add_argument("--chunk-size", type=int, default=DEFAULT_TARGET,
+                   help=f"target chunk size in characters (default {DEFAULT_TARGET})")
+    p.add_argument("--chunk-overlap", type=int, default=DEFAULT_OVERLAP,
+                   help=f"overlap between chunks in characters (default {DEFAULT_OVERLAP})")
+
+    def run(args: argparse.Namespace) -> int:
+        config = IndexConfig(
+            roots=tuple(args.paths),
+            include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+            exclude=DEFAULT_EXCLUDE + tuple(args.exclude or ()),
+            max_bytes=args.max_bytes,
+            chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap),
+        )
+        with ProgressBar("indexing") as bar:
+            report = index(args.collection, config, home=args.home, progress=bar.update)
+        data = report.to_dict()
+
+        def human() -> None:
+            print(f"collection {report.collection}: generation {report.generation}, "
+                  f"{report.chunks} chunks")
+            print(f"  added {report.added}, changed {report.changed}, removed {report.removed}, "
+                  f"unchanged {report.unchanged}, skipped {len(report.skipped)}")
+            for s in report.skipped:
+                print(f"  skipped {s.path}: {s.reason}")
+
+        emit(args, data, human)
+        return 0
+
+    return run
+
+
+@command("fetch", "Re-read a cited chunk now: verified, drifted or unresolvable.")
+def _fetch(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("chunk_id", metavar="CHUNK_ID", help="an id such as notes:3f2a…")
+
+    def run(args: argparse.Namespace) -> int:
+        verdict = fetch_chunk(args.chunk_id, args.home)
+
+        def human() -> None:
+            print(f"{verdict.status.value}: {verdict.reason}")
+            if verdict.doc_id is not None:
+                print(f"  {verdict.doc_id} [{verdict.start}, {verdict.end}) code points")
+            if verdict.relocated:
+                print(f"  relocated to [{verdict.relocated[0]}, {verdict.relocated[1]})")
+            if verdict.current_text is not None:
+                print(verdict.current_text)
+
+        emit(args, verdict.to_dict(), human)
+        return {Status.VERIFIED: 0, Status.DRIFTED: EXIT_DRIFTED}.get(
+            verdict.status, EXIT_UNRESOLVABLE
+        )
+
+    return run
+
+
+@command("status", "Show a collection's counts, settings, skipped and changed files.")
+def _status(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("name", nargs="?", metavar="NAME", help="collection (default: all)")
+    p.add_argument("--no-changes", action="store_true",
+                   help="skip re-hashing files to find changes since indexing")
+
+    def run(args: argparse.Namespace) -> int:
+        from .status import collection_status
+
+        names = [args.name] if args.name else list_collections(args.home)
+        results = []
+        for name in names:
+            with Collection.open(name, args.home) as coll:
+                results.append(collection_status(coll, changes=not args.no_changes))
+        emit(args, results if not args.name else results[0], lambda: _print_status(results))
+        return 0
+
+    return run
+
+
+def _print_status(results: list[dict[str, Any]]) -> None:
+    if not results:
+        print("no collections yet; create one with: grk index PATH --collection NAME")
+    for s in results:
+        print(f"{s['collection']}: generation {s['generation']} ({s['indexed_at']}), "
+              f"{s['documents']} documents, {s['chunks']} chunks")
+        print(f"  roots: {', '.join(s['roots'])}")
+        print(f"  chunker: {s['chunker']}")
+        if s.get("analyzer"):
+            print(f"  analyzer: {s['analyzer']}")
+        for item in s["skipped"]:
+            print(f"  skipped {item['path']}: {item['reason']}")
+        for kind, paths in s.get("changed_since_indexing", {}).items():
+            for path in paths:
+                print(f"  {kind} since indexing: {path}")
+
+
+@command("collections", "List collections with their roots and counts.")
+def _collections(p: argparse.ArgumentParser) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        rows = []
+        for name in list_collections(args.home):
+            with Collection.open(name, args.home) as coll:
+                s = coll.status_summary()
+            rows.append(s)
+
+        def human() -> None:
+            if not rows:
+                print("no collections yet; create one with: grk index PATH --collection NAME")
+            for r in rows:
+                print(f"{r['collection']}\t{r['documents']} docs\t{r['chunks']} chunks\t"
+                      f"{', '.join(r['roots'])}")
+
+        emit(args, rows, human)
+        return 0
+
+    return run
+
+
+@command("check", "Check a collection's store and derived indexes for integrity.")
+def _check(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("name", metavar="NAME")
+
+    def run(args: argparse.Namespace) -> int:
+        with Collection.open(args.name, args.home) as coll:
+            problems = coll.check()
+        emit(args, {"collection": args.name, "ok": not problems, "problems": problems},
+             lambda: print("\n".join(problems) if problems else f"{args.name}: ok"))
+        if problems and not args.json:
+            print(f"grk check: {len(problems)} problem(s)", file=sys.stderr)
+        return 4 if problems else 0
+
+    return run

@@ -1,0 +1,72 @@
+"""The exception hierarchy.
+
+Every error groundkit raises on purpose derives from :class:`GroundkitError`.
+Subclasses also inherit the builtin they refine, so callers that already catch
+``ValueError`` or ``OSError`` keep working. A citation that no longer holds is
+*not* an error: verification returns a :class:`groundkit.model.Verdict`.
+
+Each class carries ``exit_code``: the CLI maps it to the process exit status
+(documented in ``docs/cli.md``).
+"""
+
+from __future__ import annotations
+
+
+class GroundkitError(Exception):
+    """Root of every deliberate groundkit error."""
+
+    exit_code = 1
+
+
+class UsageError(GroundkitError, ValueError):
+    """Bad input from the caller: an invalid option, query or argument."""
+
+    exit_code = 2
+
+
+class InvalidSpanError(GroundkitError, ValueError):
+    """A chunk whose offsets do not slice its text out of its document."""
+
+
+class CollectionNotFoundError(GroundkitError, LookupError):
+    """The named collection does not exist."""
+
+    exit_code = 3
+
+
+class ChunkNotFoundError(GroundkitError, LookupError):
+    """A chunk id that names no chunk."""
+
+    exit_code = 3
+
+
+class IndexMismatchError(GroundkitError, RuntimeError):
+    """A derived index does not belong to the generation or identity asked for."""
+
+    exit_code = 4
+
+
+class IntegrityError(GroundkitError, RuntimeError):
+    """A store, manifest or checksum failed its integrity check."""
+
+    exit_code = 4
+
+
+class MissingDependencyError(GroundkitError, ImportError):
+    """An optional extra is not installed; the message names the install command."""
+
+    exit_code = 5
+
+    def __init__(self, module: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the optional package {module!r}, which is not installed. "
+            f"Install it with: pip install 'groundkit[{extra}]'"
+        )
+        self.module = module
+        self.extra = extra
+
+
+class ProviderError(GroundkitError, RuntimeError):
+    """An external provider (embedding server, model) is missing or failed."""
+
+    exit_code = 6

@@ -1,0 +1,334 @@
+"""Indexing folder trees into a collection, one atomic generation at a time.
+
+The pipeline: discover files, hash them, reuse the chunks of files whose
+content hash is unchanged, decode and chunk the rest, build the derived
+indexes of the new generation under ``gen-<N>/``, and publish the generation
+in one transaction. A kill at any point leaves the previous generation the
+current one, untouched; the half-built generation is cleared by the next run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import store
+from .chunking import ChunkerConfig, make_chunks
+from .errors import GroundkitError, UsageError
+from .model import Document
+from .sources import (
+    DEFAULT_EXCLUDE,
+    DEFAULT_INCLUDE,
+    DEFAULT_MAX_BYTES,
+    Candidate,
+    DecodeError,
+    Skipped,
+    decode_bytes,
+    discover,
+)
+
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, path)`` — called once per file."""
+
+DerivedBuilder = Callable[[sqlite3.Connection, int, Path, dict[str, Any]], None]
+"""``build(conn, generation, generation_dir, config)`` — writes one derived index."""
+
+KEEP_GENERATIONS = 2
+
+
+class CollectionBusyError(GroundkitError, RuntimeError):
+    """Another process is indexing this collection right now."""
+
+    exit_code = 7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexConfig:
+    """What a collection indexes and how; recorded with every generation."""
+
+    roots: tuple[str, ...]
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.roots:
+            raise UsageError("give at least one folder to index")
+        if self.max_bytes < 1:
+            raise UsageError(f"max_bytes must be positive, got {self.max_bytes}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "roots": list(self.roots), "include": list(self.include),
+            "exclude": list(self.exclude), "max_bytes": self.max_bytes,
+            "chunker": self.chunker.to_dict(), **self.extra,
+        }
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What one indexing run did."""
+
+    collection: str
+    generation: int
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    chunks: int = 0
+    bytes_read: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collection": self.collection, "generation": self.generation,
+            "added": self.added, "changed": self.changed, "removed": self.removed,
+            "unchanged": self.unchanged, "chunks": self.chunks, "bytes_read": self.bytes_read,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+        }
+
+
+def generation_dir(directory: Path, generation: int) -> Path:
+    return directory / f"gen-{generation}"
+
+
+@contextmanager
+def _exclusive(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "a+b") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CollectionBusyError(
+                f"collection at {directory} is being indexed by another process; "
+                "wait for it to finish"
+            ) from None
+        yield
+
+
+def root_labels(roots: Sequence[str]) -> dict[str, str]:
+    """Prefix for each root's document ids: none for one root, its name for several."""
+    if len(roots) == 1:
+        return {roots[0]: ""}
+    labels: dict[str, str] = {}
+    for root in roots:
+        name = Path(root).name or "root"
+        label, n = name, 2
+        while label in labels.values():
+            label, n = f"{name}-{n}", n + 1
+        labels[root] = label + "/"
+    return labels
+
+
+def index_collection(
+    name: str,
+    directory: Path,
+    config: IndexConfig,
+    *,
+    builders: Sequence[DerivedBuilder] = (),
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Index ``config.roots`` into the collection at ``directory``; publish atomically."""
+    roots = tuple(str(Path(r).resolve()) for r in config.roots)
+    for root in roots:
+        if not Path(root).is_dir():
+            raise UsageError(f"not a folder: {root}")
+    with _exclusive(directory):
+        conn = store.connect(directory)
+        try:
+            return _run(name, directory, conn, config, roots, builders, progress)
+        finally:
+            conn.close()
+
+
+def _run(
+    name: str,
+    directory: Path,
+    conn: sqlite3.Connection,
+    config: IndexConfig,
+    roots: tuple[str, ...],
+    builders: Sequence[DerivedBuilder],
+    progress: Progress | None,
+) -> IndexReport:
+    _clear_unpublished(conn, directory)
+    previous = store.current_generation(conn)
+    settings = {**config.to_dict(), "roots": list(roots)}
+    with store.transaction(conn):
+        store.set_meta(conn, "name", name)
+        cur = conn.execute(
+            "INSERT INTO generations (state, created_at, config) VALUES ('building', ?, ?)",
+            (_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+             json.dumps(settings, sort_keys=True)),
+        )
+    generation = int(cur.lastrowid or 0)
+    report = IndexReport(collection=name, generation=generation)
+    reusable = _reusable(conn, previous, settings)
+    candidates = _discover_all(roots, config, directory, report)
+    with store.transaction(conn):
+        for i, (label, cand) in enumerate(candidates):
+            if progress:
+                progress(i, len(candidates), cand.relpath)
+            _index_file(conn, name, generation, label, cand, config, reusable, report)
+        seen = {label + c.relpath for label, c in candidates}
+        report.removed = sum(1 for doc_id in reusable if doc_id not in seen)
+        conn.executemany(
+            "INSERT INTO skipped (generation, path, reason) VALUES (?, ?, ?)",
+            [(generation, s.path, s.reason) for s in report.skipped],
+        )
+    if progress:
+        progress(len(candidates), len(candidates), "")
+    gen_dir = generation_dir(directory, generation)
+    shutil.rmtree(gen_dir, ignore_errors=True)
+    gen_dir.mkdir(parents=True)
+    for build in builders:
+        build(conn, generation, gen_dir, settings)
+    _publish(conn, generation, report)
+    _prune(conn, directory, generation)
+    return report
+
+
+def _reusable(
+    conn: sqlite3.Connection, previous: int | None, settings: dict[str, Any]
+) -> dict[str, tuple[str, int]]:
+    """doc_id -> (sha256, generation) of documents whose chunks can be carried over."""
+    if previous is None:
+        return {}
+    old = store.generation_config(conn, previous)
+    same_chunking = old.get("chunker") == settings["chunker"]
+    rows = conn.execute(
+        "SELECT doc_id, sha256 FROM documents WHERE generation = ?", (previous,)
+    ).fetchall()
+    # Documents are always tracked (for the removed count); chunks are reused
+    # only when the chunker settings are unchanged.
+    return {doc_id: (sha if same_chunking else "", previous) for doc_id, sha in rows}
+
+
+def _discover_all(
+    roots: tuple[str, ...], config: IndexConfig, directory: Path, report: IndexReport
+) -> list[tuple[str, Candidate]]:
+    labels = root_labels(roots)
+    found: list[tuple[str, Candidate]] = []
+    for root in roots:
+        for item in discover(
+            Path(root), include=config.include, exclude=config.exclude,
+            max_bytes=config.max_bytes, skip_dirs=(directory,),
+        ):
+            if isinstance(item, Skipped):
+                report.skipped.append(Skipped(labels[root] + item.path, item.reason))
+            else:
+                found.append((labels[root], item))
+    return found
+
+
+def _index_file(
+    conn: sqlite3.Connection,
+    name: str,
+    generation: int,
+    label: str,
+    cand: Candidate,
+    config: IndexConfig,
+    reusable: dict[str, tuple[str, int]],
+    report: IndexReport,
+) -> None:
+    doc_id = label + cand.relpath
+    path = cand.root / cand.relpath
+    try:
+        data = _read_regular(path, config.max_bytes)
+    except OSError as exc:
+        report.skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
+        return
+    report.bytes_read += len(data)
+    sha = hashlib.sha256(data).hexdigest()
+    old = reusable.get(doc_id)
+    try:
+        decoded = decode_bytes(data)
+    except DecodeError as exc:
+        report.skipped.append(Skipped(doc_id, str(exc)))
+        return
+    conn.execute(
+        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (generation, doc_id, str(cand.root), cand.relpath, sha, len(data), cand.mtime_ns,
+         decoded.encoding, decoded.bom_len),
+    )
+    if old is not None and old[0] == sha:
+        report.unchanged += 1
+        report.chunks += store.carry_document(conn, old[1], generation, doc_id)
+        return
+    if old is None:
+        report.added += 1
+    else:
+        report.changed += 1
+    document = Document(
+        doc_id=doc_id, root=str(cand.root), relpath=cand.relpath, sha256=sha, size=len(data),
+        encoding=decoded.encoding, bom_len=decoded.bom_len, text=decoded.text,
+    )
+    chunks = make_chunks(name, document, config.chunker)
+    report.chunks += store.insert_chunks(conn, generation, str(cand.root), cand.relpath, chunks)
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """Read a file without following a final symlink swapped in since discovery."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if st.st_size > max_bytes:
+            raise OSError(0, f"too large ({st.st_size} bytes)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+
+
+def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport) -> None:
+    stats = json.dumps(report.to_dict(), sort_keys=True)
+    with store.transaction(conn):
+        conn.execute("UPDATE generations SET state = 'retired' WHERE state = 'published'")
+        conn.execute(
+            "UPDATE generations SET state = 'published', stats = ? WHERE id = ?",
+            (stats, generation),
+        )
+        store.set_meta(conn, "current_generation", generation)
+
+
+def _clear_unpublished(conn: sqlite3.Connection, directory: Path) -> None:
+    """Remove what a killed indexer left: unpublished generations and their files."""
+    stale = [r[0] for r in conn.execute("SELECT id FROM generations WHERE state = 'building'")]
+    with store.transaction(conn):
+        for gen in stale:
+            for table in ("generation_chunks", "documents", "skipped"):
+                conn.execute(f"DELETE FROM {table} WHERE generation = ?", (gen,))
+            conn.execute("DELETE FROM generations WHERE id = ?", (gen,))
+    for gen in stale:
+        shutil.rmtree(generation_dir(directory, gen), ignore_errors=True)
+
+
+def _prune(conn: sqlite3.Connection, directory: Path, current: int) -> None:
+    """Keep the last generations' rows and files; readers may still hold the previous one."""
+    old = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM generations WHERE state = 'retired' AND id <= ?",
+            (current - KEEP_GENERATIONS,),
+        )
+    ]
+    with store.transaction(conn):
+        for gen in old:
+            for table in ("generation_chunks", "documents", "skipped"):
+                conn.execute(f"DELETE FROM {table} WHERE generation = ?", (gen,))
+    for gen in old:
+        shutil.rmtree(generation_dir(directory, gen), ignore_errors=True)

@@ -1,0 +1,207 @@
+"""Value types: documents, chunks, hits and verdicts.
+
+Every type here is a frozen, slotted, keyword-only dataclass validated in
+``__post_init__``: an invalid value cannot be constructed. Offsets are
+half-open ``[start, end)`` and counted in Unicode code points of the decoded
+document text (``OFFSET_UNIT``); byte offsets index the raw file, BOM included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import InitVar, dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import InvalidSpanError
+
+OFFSET_UNIT = "codepoint"
+"""The unit of ``start``/``end`` in every machine-readable output."""
+
+COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+CHUNK_ID = re.compile(r"(?P<collection>[A-Za-z0-9][A-Za-z0-9._-]{0,63}):(?P<key>[0-9a-f]{20})")
+
+
+def sha256_text(text: str) -> str:
+    """The sha256 hex digest of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def make_chunk_id(collection: str, doc_id: str, doc_sha256: str, start: int, end: int) -> str:
+    """A stable id: the same span of the same file content always gets the same id.
+
+    The id names its collection, so ``grk fetch CHUNK_ID`` needs nothing else.
+    """
+    key = hashlib.sha256(f"{doc_id}\0{doc_sha256}\0{start}\0{end}".encode()).hexdigest()[:20]
+    return f"{collection}:{key}"
+
+
+def split_chunk_id(chunk_id: str) -> tuple[str, str]:
+    """``(collection, key)`` of a chunk id, or ``InvalidSpanError`` if malformed."""
+    m = CHUNK_ID.fullmatch(chunk_id)
+    if m is None:
+        raise InvalidSpanError(
+            f"malformed chunk id {chunk_id!r}: expected COLLECTION:<20 hex digits>"
+        )
+    return m["collection"], m["key"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Document:
+    """One decoded source file of a collection.
+
+    ``doc_id`` is the collection-relative POSIX path: a changed file keeps its
+    identity (and its old citations become *drifted*, not strangers).
+    """
+
+    doc_id: str
+    root: str
+    relpath: str
+    sha256: str
+    size: int
+    encoding: str
+    bom_len: int
+    text: str
+
+    def __post_init__(self) -> None:
+        if not self.doc_id or self.doc_id.startswith("/") or "\\" in self.relpath:
+            raise InvalidSpanError(f"document id must be a relative POSIX path: {self.doc_id!r}")
+        if self.bom_len < 0 or self.size < self.bom_len:
+            raise InvalidSpanError(f"bad BOM length {self.bom_len} for {self.doc_id!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chunk:
+    """An exact span ``[start, end)`` of one document's decoded text.
+
+    Construction checks internal consistency always (length, hash, id shape)
+    and, when ``document`` is given, that ``document[start:end] == text``.
+    """
+
+    chunk_id: str
+    doc_id: str
+    doc_sha256: str
+    start: int
+    end: int
+    byte_start: int
+    byte_end: int
+    start_line: int
+    end_line: int
+    text: str
+    span_sha256: str
+    document: InitVar[str | None] = None
+
+    def __post_init__(self, document: str | None) -> None:
+        if not 0 <= self.start < self.end:
+            raise InvalidSpanError(f"chunk span [{self.start}, {self.end}) is empty or negative")
+        if len(self.text) != self.end - self.start:
+            raise InvalidSpanError(
+                f"chunk text has {len(self.text)} code points but span "
+                f"[{self.start}, {self.end}) has {self.end - self.start}"
+            )
+        if not 0 <= self.byte_start < self.byte_end:
+            raise InvalidSpanError(f"bad byte span [{self.byte_start}, {self.byte_end})")
+        if not 1 <= self.start_line <= self.end_line:
+            raise InvalidSpanError(f"bad line range {self.start_line}-{self.end_line}")
+        if sha256_text(self.text) != self.span_sha256:
+            raise InvalidSpanError(f"span hash does not match the text of {self.chunk_id}")
+        split_chunk_id(self.chunk_id)
+        if document is not None:
+            if self.end > len(document):
+                raise InvalidSpanError(
+                    f"chunk end {self.end} is past the document end {len(document)}"
+                )
+            if document[self.start : self.end] != self.text:
+                raise InvalidSpanError(
+                    f"chunk text is not document[{self.start}:{self.end}] of {self.doc_id!r}"
+                )
+
+    @property
+    def collection(self) -> str:
+        return split_chunk_id(self.chunk_id)[0]
+
+    def utf16_offsets(self, document_prefix: str | None = None) -> tuple[int, int]:
+        """UTF-16 code-unit offsets, for JavaScript clients.
+
+        Needs the document text before ``start`` (``document_prefix``) unless the
+        caller has it precomputed; astral characters count two units.
+        """
+        if document_prefix is None:
+            raise InvalidSpanError("utf16_offsets needs the document text before the span")
+        before = _utf16_len(document_prefix)
+        return before, before + _utf16_len(self.text)
+
+
+def _utf16_len(text: str) -> int:
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Contribution:
+    """How one retriever placed a hit: its rank and score in that retriever's list."""
+
+    retriever: str
+    rank: int
+    score: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit:
+    """A retrieved chunk with its score, 1-based rank and explanation."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+    explanation: tuple[Contribution, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.rank < 1:
+            raise InvalidSpanError(f"rank must be >= 1, got {self.rank}")
+
+
+class Status(str, Enum):
+    """The three verdicts a citation can get; never a silent pass."""
+
+    VERIFIED = "verified"
+    DRIFTED = "drifted"
+    UNRESOLVABLE = "unresolvable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The result of re-reading a cited span from its source right now.
+
+    ``current_text`` is the text now at the cited offsets (``None`` when the
+    file could not be read). ``relocated`` gives ``(start, end)`` when a drifted
+    span's stored text still occurs exactly once in the current file.
+    """
+
+    chunk_id: str
+    status: Status
+    reason: str
+    doc_id: str | None = None
+    start: int | None = None
+    end: int | None = None
+    stored_text: str | None = None
+    current_text: str | None = None
+    relocated: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.relocated is not None and self.status is not Status.DRIFTED:
+            raise InvalidSpanError("only a drifted verdict can carry relocated offsets")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "doc_id": self.doc_id,
+            "offset_unit": OFFSET_UNIT,
+            "start": self.start,
+            "end": self.end,
+            "stored_text": self.stored_text,
+            "current_text": self.current_text,
+            "relocated": list(self.relocated) if self.relocated else None,
+        }

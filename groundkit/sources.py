@@ -1,0 +1,182 @@
+"""Reading source files exactly: decoding, discovery and path containment.
+
+Offsets index the decoded text, so decoding must be exact and reversible:
+no newline translation, no Unicode normalisation, and the byte-order mark is
+stripped from the text but remembered (``bom_len``) so byte offsets still
+index the raw file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .errors import GroundkitError
+
+BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+DEFAULT_INCLUDE: tuple[str, ...] = (
+    "*.md", "*.markdown", "*.txt", "*.rst", "*.adoc", "*.org", "*.tex",
+    "*.py", "*.pyi", "*.js", "*.jsx", "*.ts", "*.tsx", "*.java", "*.kt", "*.go", "*.rs",
+    "*.c", "*.h", "*.cc", "*.cpp", "*.hpp", "*.cs", "*.rb", "*.php", "*.swift", "*.scala",
+    "*.sh", "*.bash", "*.sql", "*.r", "*.R", "*.lua", "*.pl", "*.hs", "*.ex", "*.exs",
+    "*.toml", "*.yaml", "*.yml", "*.ini", "*.cfg", "*.json", "*.csv", "*.html", "*.css",
+)
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".git/", ".hg/", ".svn/", ".bzr/", "node_modules/", ".venv/", "venv/", "__pycache__/",
+    ".tox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", "site-packages/", "dist/",
+    "build/", ".idea/", ".vscode/",
+)
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+BINARY_SNIFF = 8192
+
+
+class DecodeError(GroundkitError, ValueError):
+    """Bytes that are binary or not valid text in a supported encoding."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    text: str
+    encoding: str
+    bom_len: int
+
+
+def decode_bytes(data: bytes) -> Decoded:
+    """Decode file bytes exactly, or raise :class:`DecodeError` saying why.
+
+    Supported: UTF-8 with or without BOM, UTF-16 LE/BE with BOM. Anything else
+    (including NUL-bearing binary data and legacy 8-bit encodings) is refused
+    rather than guessed at: a wrong guess would be mojibake with valid-looking
+    offsets.
+    """
+    for bom, encoding in BOMS:
+        if data.startswith(bom):
+            if encoding.startswith("utf-16") and data.startswith(b"\xff\xfe\x00\x00"):
+                raise DecodeError("UTF-32 is not supported")
+            try:
+                return Decoded(data[len(bom):].decode(encoding), encoding, len(bom))
+            except UnicodeDecodeError as exc:
+                raise DecodeError(f"invalid {encoding} at byte {exc.start + len(bom)}") from None
+    if b"\x00" in data[:BINARY_SNIFF]:
+        raise DecodeError("binary file (NUL byte)")
+    try:
+        return Decoded(data.decode("utf-8"), "utf-8", 0)
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"not UTF-8 (invalid byte at offset {exc.start})") from None
+
+
+def encode_len(text: str, encoding: str) -> int:
+    """How many bytes ``text`` takes in ``encoding`` (no BOM)."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    return len(text.encode(encoding))
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """Whether resolved ``path`` lies under resolved ``root``, component-wise."""
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A regular file found under a root, not yet read."""
+
+    root: Path
+    relpath: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A path that was deliberately not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+def _matches(relpath: str, patterns: Sequence[str]) -> bool:
+    name = PurePosixPath(relpath).name
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            if f"/{pattern}" in f"/{relpath}/" or relpath.startswith(pattern):
+                return True
+        elif "/" in pattern:
+            if fnmatch.fnmatchcase(relpath, pattern):
+                return True
+        elif fnmatch.fnmatchcase(name, pattern):
+            return True
+    return False
+
+
+def discover(
+    root: Path,
+    *,
+    include: Sequence[str] = DEFAULT_INCLUDE,
+    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    skip_dirs: Sequence[Path] = (),
+) -> Iterator[Candidate | Skipped]:
+    """Walk ``root`` in sorted order, yielding files to index and skipped paths.
+
+    Symlinks are followed only while their target stays inside ``root``; a
+    directory reached twice (a symlink loop) is visited once. FIFOs, devices
+    and sockets are skipped, as are files over ``max_bytes``.
+    """
+    real_root = Path(os.path.realpath(root))
+    skip_real = {Path(os.path.realpath(p)) for p in skip_dirs}
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def walk(directory: Path, rel: str) -> Iterator[Candidate | Skipped]:
+        try:
+            st = directory.stat()
+        except OSError as exc:
+            yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
+            return
+        if (st.st_dev, st.st_ino) in seen_dirs:
+            return
+        seen_dirs.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
+            return
+        for entry in entries:
+            relpath = f"{rel}{entry.name}"
+            path = Path(entry.path)
+            if entry.is_symlink():
+                target = Path(os.path.realpath(path))
+                if not target.is_relative_to(real_root):
+                    yield Skipped(relpath, "symlink points outside the collection root")
+                    continue
+            try:
+                st = path.stat()
+            except OSError as exc:
+                yield Skipped(relpath, f"unreadable: {exc.strerror or exc}")
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if _matches(relpath + "/", exclude) or Path(os.path.realpath(path)) in skip_real:
+                    continue
+                yield from walk(path, relpath + "/")
+            elif not _matches(relpath, include) or _matches(relpath, exclude):
+                continue
+            elif not stat.S_ISREG(st.st_mode):
+                yield Skipped(relpath, "not a regular file (FIFO, device or socket)")
+            elif st.st_size > max_bytes:
+                yield Skipped(relpath, f"too large ({st.st_size} bytes > limit {max_bytes})")
+            else:
+                yield Candidate(root, relpath, st.st_size, st.st_mtime_ns)
+
+    yield from walk(real_root, "")

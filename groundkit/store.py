@@ -1,0 +1,254 @@
+"""SQLite, the source of truth of a collection: documents, chunks, generations.
+
+Layout of one collection directory::
+
+    store.sqlite3        this schema (WAL mode)
+    gen-<N>/             derived indexes of generation N (BM25, vectors), rebuildable
+    .lock                held while an indexer runs
+
+Chunk rows are content-addressed (their id hashes the document path, the
+document's content hash and the span) and are never rewritten, so a citation
+made against an old generation still finds its stored text and can be judged
+*drifted* rather than unknown. Which chunks make up a generation is recorded in
+``generation_chunks``. A generation is invisible until one transaction flips
+``meta.current_generation`` to it: a killed indexer leaves the previous
+generation exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import IntegrityError
+from .model import Chunk
+
+SCHEMA_VERSION = 1
+STORE_FILE = "store.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS generations (
+    id INTEGER PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('building', 'published', 'retired')),
+    created_at TEXT NOT NULL,
+    config TEXT NOT NULL,
+    stats TEXT
+);
+CREATE TABLE IF NOT EXISTS documents (
+    generation INTEGER NOT NULL, doc_id TEXT NOT NULL, root TEXT NOT NULL,
+    relpath TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, encoding TEXT NOT NULL, bom_len INTEGER NOT NULL,
+    PRIMARY KEY (generation, doc_id)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL,
+    root TEXT NOT NULL, relpath TEXT NOT NULL, doc_sha256 TEXT NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, byte_start INTEGER NOT NULL,
+    byte_end INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    text TEXT NOT NULL, span_sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generation_chunks (
+    generation INTEGER NOT NULL, chunk_rowid INTEGER NOT NULL, doc_id TEXT NOT NULL,
+    start INTEGER NOT NULL, PRIMARY KEY (generation, chunk_rowid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS generation_chunks_order
+    ON generation_chunks (generation, doc_id, start);
+CREATE TABLE IF NOT EXISTS skipped (
+    generation INTEGER NOT NULL, path TEXT NOT NULL, reason TEXT NOT NULL
+);
+"""
+
+_CHUNK_COLUMNS = (
+    "chunk_id, doc_id, doc_sha256, start, \"end\", byte_start, byte_end, "
+    "start_line, end_line, text, span_sha256"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk row plus where its file lives (needed to re-read it)."""
+
+    chunk: Chunk
+    root: str
+    relpath: str
+
+
+def connect(directory: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the collection's database; read-only works on a read-only filesystem."""
+    path = directory / STORE_FILE
+    if readonly:
+        if not path.is_file():
+            raise IntegrityError(f"no store at {path}")
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()
+        except sqlite3.OperationalError:
+            # WAL needs a writable -shm file; on a read-only filesystem, open immutable.
+            conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True, check_same_thread=False)
+        return conn
+    directory.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.executescript(_SCHEMA)
+    if get_meta(conn, "schema_version") is None:
+        set_meta(conn, "schema_version", SCHEMA_VERSION)
+    return conn
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, json.dumps(value, sort_keys=True)),
+    )
+
+
+def current_generation(conn: sqlite3.Connection) -> int | None:
+    value = get_meta(conn, "current_generation")
+    return None if value is None else int(value)
+
+
+def generation_config(conn: sqlite3.Connection, generation: int) -> dict[str, Any]:
+    row = conn.execute("SELECT config FROM generations WHERE id = ?", (generation,)).fetchone()
+    if row is None:
+        raise IntegrityError(f"generation {generation} is not in the store")
+    return dict(json.loads(row[0]))
+
+
+def _row_to_chunk(row: Sequence[Any]) -> Chunk:
+    return Chunk(
+        chunk_id=row[0], doc_id=row[1], doc_sha256=row[2], start=row[3], end=row[4],
+        byte_start=row[5], byte_end=row[6], start_line=row[7], end_line=row[8],
+        text=row[9], span_sha256=row[10],
+    )
+
+
+def lookup_chunk(conn: sqlite3.Connection, chunk_id: str) -> StoredChunk | None:
+    row = conn.execute(
+        f"SELECT {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE chunk_id = ?", (chunk_id,)
+    ).fetchone()
+    return None if row is None else StoredChunk(_row_to_chunk(row), row[11], row[12])
+
+
+def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[StoredChunk]:
+    """Chunks for ``rowids``, in the order given."""
+    if not rowids:
+        return []
+    marks = ",".join("?" * len(rowids))
+    rows = conn.execute(
+        f"SELECT rowid, {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE rowid IN ({marks})",
+        [int(r) for r in rowids],
+    ).fetchall()
+    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[12], r[13]) for r in rows}
+    return [by_id[int(r)] for r in rowids]
+
+
+def generation_rowids(conn: sqlite3.Connection, generation: int) -> list[int]:
+    """The chunk rows of a generation in their canonical order (doc_id, start)."""
+    rows = conn.execute(
+        "SELECT chunk_rowid FROM generation_chunks WHERE generation = ? "
+        "ORDER BY doc_id, start, chunk_rowid",
+        (generation,),
+    )
+    return [r[0] for r in rows]
+
+
+def iter_generation_chunks(conn: sqlite3.Connection, generation: int) -> Iterator[Chunk]:
+    """Every chunk of a generation, in canonical order."""
+    rows = conn.execute(
+        f"SELECT {', '.join('c.' + c.strip() for c in _CHUNK_COLUMNS.split(','))} "
+        "FROM generation_chunks g JOIN chunks c ON c.rowid = g.chunk_rowid "
+        "WHERE g.generation = ? ORDER BY g.doc_id, g.start, g.chunk_rowid",
+        (generation,),
+    )
+    for row in rows:
+        yield _row_to_chunk(row)
+
+
+def insert_chunks(
+    conn: sqlite3.Connection, generation: int, root: str, relpath: str, chunks: Iterable[Chunk]
+) -> int:
+    """Store chunk rows (idempotently) and make them members of ``generation``."""
+    count = 0
+    for c in chunks:
+        conn.execute(
+            f"INSERT OR IGNORE INTO chunks ({_CHUNK_COLUMNS}, root, relpath) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
+             c.start_line, c.end_line, c.text, c.span_sha256, root, relpath),
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO generation_chunks (generation, chunk_rowid, doc_id, start) "
+            "SELECT ?, rowid, doc_id, start FROM chunks WHERE chunk_id = ?",
+            (generation, c.chunk_id),
+        )
+        count += 1
+    return count
+
+
+def carry_document(conn: sqlite3.Connection, source: int, target: int, doc_id: str) -> int:
+    """Reuse an unchanged document's chunks from generation ``source`` in ``target``."""
+    cur = conn.execute(
+        "INSERT INTO generation_chunks (generation, chunk_rowid, doc_id, start) "
+        "SELECT ?, chunk_rowid, doc_id, start FROM generation_chunks "
+        "WHERE generation = ? AND doc_id = ?",
+        (target, source, doc_id),
+    )
+    return cur.rowcount
+
+
+def check(conn: sqlite3.Connection) -> list[str]:
+    """Integrity problems of the store (empty when sound)."""
+    problems = [r[0] for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+    generation = current_generation(conn)
+    if generation is None:
+        return problems
+    state = conn.execute("SELECT state FROM generations WHERE id = ?", (generation,)).fetchone()
+    if state is None or state[0] != "published":
+        problems.append(f"current generation {generation} is not published")
+    orphans = conn.execute(
+        "SELECT COUNT(*) FROM generation_chunks g LEFT JOIN chunks c ON c.rowid = g.chunk_rowid "
+        "WHERE g.generation = ? AND c.rowid IS NULL",
+        (generation,),
+    ).fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} chunk memberships of generation {generation} have no chunk")
+    stale = conn.execute(
+        "SELECT COUNT(*) FROM generation_chunks g JOIN chunks c ON c.rowid = g.chunk_rowid "
+        "LEFT JOIN documents d ON d.generation = g.generation AND d.doc_id = c.doc_id "
+        "WHERE g.generation = ? AND (d.sha256 IS NULL OR d.sha256 != c.doc_sha256)",
+        (generation,),
+    ).fetchone()[0]
+    if stale:
+        problems.append(f"{stale} chunks of generation {generation} belong to no current document")
+    try:
+        for _ in iter_generation_chunks(conn, generation):
+            pass
+    except Exception as exc:  # noqa: BLE001 - report any invalid row as a problem
+        problems.append(f"invalid chunk row: {exc}")
+    return problems
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``with transaction(conn):`` runs BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -1,0 +1,117 @@
+"""Re-reading a cited span from its source and judging it.
+
+:func:`verify` never raises for a bad citation: every way a citation can fail
+is a :class:`~groundkit.model.Verdict` with a reason.
+
+* **verified** — the file's current text at the cited code-point offsets is
+  exactly the stored text.
+* **drifted** — the file is readable and decodable but the text at the cited
+  offsets changed; when the stored text still occurs exactly once in the
+  current file, its new offsets are given (``relocated``).
+* **unresolvable** — unknown chunk or collection, file missing, not a regular
+  file, unreadable, now a symlink out of the collection root, or undecodable.
+
+The comparison is by content, never by size or mtime: an edit that keeps both
+is still caught.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from .model import Status, Verdict
+from .sources import DecodeError, decode_bytes
+from .store import StoredChunk
+
+
+def unresolvable(chunk_id: str, reason: str, stored: StoredChunk | None = None) -> Verdict:
+    chunk = stored.chunk if stored else None
+    return Verdict(
+        chunk_id=chunk_id, status=Status.UNRESOLVABLE, reason=reason,
+        doc_id=chunk.doc_id if chunk else None, start=chunk.start if chunk else None,
+        end=chunk.end if chunk else None, stored_text=chunk.text if chunk else None,
+    )
+
+
+def read_inside(root: str, relpath: str, max_bytes: int) -> bytes | str:
+    """The file's bytes, or a reason why it cannot be read from inside ``root``."""
+    real_root = os.path.realpath(root)
+    path = os.path.join(real_root, relpath)
+    try:
+        real = os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        return "file missing (deleted or renamed)"
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if not Path(real).is_relative_to(real_root):
+        return "path now resolves outside the collection root (symlink swapped in?)"
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return "file missing (deleted or renamed)"
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return "permission denied"
+        return f"unreadable: {exc.strerror or exc}"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size > max_bytes:
+            return f"file grew past the size limit ({st.st_size} bytes)"
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(max_bytes + 1)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def verify(stored: StoredChunk, *, max_bytes: int = 64 * 1024 * 1024) -> Verdict:
+    """Re-read ``stored``'s span from its file now and judge it."""
+    chunk = stored.chunk
+    data = read_inside(stored.root, stored.relpath, max_bytes)
+    if isinstance(data, str):
+        return unresolvable(chunk.chunk_id, data, stored)
+    base = dict(
+        chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, start=chunk.start, end=chunk.end,
+        stored_text=chunk.text,
+    )
+    if hashlib.sha256(data).hexdigest() == chunk.doc_sha256:
+        return Verdict(
+            status=Status.VERIFIED, reason="file unchanged since indexing",
+            current_text=chunk.text, **base,
+        )
+    try:
+        text = decode_bytes(data).text
+    except DecodeError as exc:
+        return unresolvable(chunk.chunk_id, f"file no longer decodes: {exc}", stored)
+    current = text[chunk.start : chunk.end]
+    if current == chunk.text:
+        return Verdict(
+            status=Status.VERIFIED, reason="file changed elsewhere; the cited span is intact",
+            current_text=current, **base,
+        )
+    return _drifted(text, current, base)
+
+
+def _drifted(text: str, current: str, base: dict[str, object]) -> Verdict:
+    stored_text = str(base["stored_text"])
+    first = text.find(stored_text)
+    if first == -1:
+        reason = "the cited text is no longer in the file"
+        relocated = None
+    elif text.find(stored_text, first + 1) != -1:
+        reason = "the cited text moved and now occurs more than once"
+        relocated = None
+    else:
+        reason = "the cited text moved; it occurs once at the relocated offsets"
+        relocated = (first, first + len(stored_text))
+    return Verdict(
+        status=Status.DRIFTED, reason=reason, current_text=current or None,
+        relocated=relocated, **base,  # type: ignore[arg-type]
+    )
