@@ -1,0 +1,1 @@
+"""evals: the evaluation harness (golden corpus, qrels, runner, metrics, statistics, reports)."""
