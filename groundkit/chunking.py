@@ -109,10 +109,7 @@ def spans(text: str, config: ChunkerConfig) -> Iterator[tuple[int, int]]:
     n = len(text)
     start = first.start()
     while True:
-        if n - start <= config.maximum:
-            end = n
-        else:
-            end = _window_end(bounds, start, config)
+        end = n if n - start <= config.maximum else _window_end(bounds, start, config)
         end = _trim_right(text, start, end)
         yield start, end
         rest = _NON_SPACE.search(text, end)

@@ -70,7 +70,8 @@ def index(
 
     directory = collection_dir(name, home)
     chosen = default_builders() if builders is None else builders
-    return index_collection(name, directory, config, builders=chosen, progress=progress)
+    return index_collection(name, directory, config, builders=chosen, progress=progress,
+                            skip_dirs=(resolve_home(home),))
 
 
 @dataclass

@@ -140,8 +140,13 @@ def index_collection(
     *,
     builders: Sequence[DerivedBuilder] = (),
     progress: Progress | None = None,
+    skip_dirs: Sequence[Path] = (),
 ) -> IndexReport:
-    """Index ``config.roots`` into the collection at ``directory``; publish atomically."""
+    """Index ``config.roots`` into the collection at ``directory``; publish atomically.
+
+    ``skip_dirs`` (plus ``directory`` itself) are never indexed: pass the
+    groundkit home so an index inside a root does not index itself.
+    """
     roots = tuple(str(Path(r).resolve()) for r in config.roots)
     for root in roots:
         if not Path(root).is_dir():
@@ -149,7 +154,8 @@ def index_collection(
     with _exclusive(directory):
         conn = store.connect(directory)
         try:
-            return _run(name, directory, conn, config, roots, builders, progress)
+            return _run(name, directory, conn, config, roots, builders, progress,
+                        (directory, *skip_dirs))
         finally:
             conn.close()
 
@@ -162,6 +168,7 @@ def _run(
     roots: tuple[str, ...],
     builders: Sequence[DerivedBuilder],
     progress: Progress | None,
+    skip_dirs: tuple[Path, ...],
 ) -> IndexReport:
     _clear_unpublished(conn, directory)
     previous = store.current_generation(conn)
@@ -176,7 +183,7 @@ def _run(
     generation = int(cur.lastrowid or 0)
     report = IndexReport(collection=name, generation=generation)
     reusable = _reusable(conn, previous, settings)
-    candidates = _discover_all(roots, config, directory, report)
+    candidates = _discover_all(roots, config, skip_dirs, report)
     with store.transaction(conn):
         for i, (label, cand) in enumerate(candidates):
             if progress:
@@ -217,14 +224,15 @@ def _reusable(
 
 
 def _discover_all(
-    roots: tuple[str, ...], config: IndexConfig, directory: Path, report: IndexReport
+    roots: tuple[str, ...], config: IndexConfig, skip_dirs: tuple[Path, ...],
+    report: IndexReport,
 ) -> list[tuple[str, Candidate]]:
     labels = root_labels(roots)
     found: list[tuple[str, Candidate]] = []
     for root in roots:
         for item in discover(
             Path(root), include=config.include, exclude=config.exclude,
-            max_bytes=config.max_bytes, skip_dirs=(directory,),
+            max_bytes=config.max_bytes, skip_dirs=skip_dirs,
         ):
             if isinstance(item, Skipped):
                 report.skipped.append(Skipped(labels[root] + item.path, item.reason))

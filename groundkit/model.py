@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import InitVar, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .errors import InvalidSpanError
@@ -161,7 +161,7 @@ class Hit:
             raise InvalidSpanError(f"rank must be >= 1, got {self.rank}")
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """The three verdicts a citation can get; never a silent pass."""
 
     VERIFIED = "verified"

@@ -79,7 +79,7 @@ def _changes(
             continue
         for item in discover(
             Path(root), include=config["include"], exclude=config["exclude"],
-            max_bytes=int(config["max_bytes"]), skip_dirs=(coll.directory,),
+            max_bytes=int(config["max_bytes"]), skip_dirs=(coll.directory.parent.parent,),
         ):
             if isinstance(item, Candidate):
                 doc_id = labels[root] + item.relpath

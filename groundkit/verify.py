@@ -23,7 +23,7 @@ import os
 import stat
 from pathlib import Path
 
-from .model import Status, Verdict
+from .model import Chunk, Status, Verdict
 from .sources import DecodeError, decode_bytes
 from .store import StoredChunk
 
@@ -71,47 +71,45 @@ def read_inside(root: str, relpath: str, max_bytes: int) -> bytes | str:
         os.close(fd)
 
 
+def _verdict(
+    chunk: Chunk,
+    status: Status,
+    reason: str,
+    current_text: str | None,
+    relocated: tuple[int, int] | None = None,
+) -> Verdict:
+    return Verdict(
+        chunk_id=chunk.chunk_id, status=status, reason=reason, doc_id=chunk.doc_id,
+        start=chunk.start, end=chunk.end, stored_text=chunk.text, current_text=current_text,
+        relocated=relocated,
+    )
+
+
 def verify(stored: StoredChunk, *, max_bytes: int = 64 * 1024 * 1024) -> Verdict:
     """Re-read ``stored``'s span from its file now and judge it."""
     chunk = stored.chunk
     data = read_inside(stored.root, stored.relpath, max_bytes)
     if isinstance(data, str):
         return unresolvable(chunk.chunk_id, data, stored)
-    base = dict(
-        chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, start=chunk.start, end=chunk.end,
-        stored_text=chunk.text,
-    )
     if hashlib.sha256(data).hexdigest() == chunk.doc_sha256:
-        return Verdict(
-            status=Status.VERIFIED, reason="file unchanged since indexing",
-            current_text=chunk.text, **base,
-        )
+        return _verdict(chunk, Status.VERIFIED, "file unchanged since indexing", chunk.text)
     try:
         text = decode_bytes(data).text
     except DecodeError as exc:
         return unresolvable(chunk.chunk_id, f"file no longer decodes: {exc}", stored)
     current = text[chunk.start : chunk.end]
     if current == chunk.text:
-        return Verdict(
-            status=Status.VERIFIED, reason="file changed elsewhere; the cited span is intact",
-            current_text=current, **base,
+        return _verdict(
+            chunk, Status.VERIFIED, "file changed elsewhere; the cited span is intact", current
         )
-    return _drifted(text, current, base)
-
-
-def _drifted(text: str, current: str, base: dict[str, object]) -> Verdict:
-    stored_text = str(base["stored_text"])
-    first = text.find(stored_text)
+    first = text.find(chunk.text)
     if first == -1:
-        reason = "the cited text is no longer in the file"
-        relocated = None
-    elif text.find(stored_text, first + 1) != -1:
-        reason = "the cited text moved and now occurs more than once"
-        relocated = None
-    else:
-        reason = "the cited text moved; it occurs once at the relocated offsets"
-        relocated = (first, first + len(stored_text))
-    return Verdict(
-        status=Status.DRIFTED, reason=reason, current_text=current or None,
-        relocated=relocated, **base,  # type: ignore[arg-type]
+        return _verdict(chunk, Status.DRIFTED, "the cited text is no longer in the file",
+                        current or None)
+    if text.find(chunk.text, first + 1) != -1:
+        return _verdict(chunk, Status.DRIFTED,
+                        "the cited text moved and now occurs more than once", current or None)
+    return _verdict(
+        chunk, Status.DRIFTED, "the cited text moved; it occurs once at the relocated offsets",
+        current or None, (first, first + len(chunk.text)),
     )

@@ -1,0 +1,5 @@
+"""``python -m groundkit`` is ``grk``."""
+
+from groundkit.cli import run
+
+run()

@@ -1,0 +1,48 @@
+"""Shared fixtures: an isolated groundkit home and small document trees."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "groundkit", deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("groundkit")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("GROUNDKIT_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh GROUNDKIT_HOME for the test."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("GROUNDKIT_HOME", str(path))
+    return path
+
+
+TreeMaker = Callable[[dict[str, str | bytes]], Path]
+
+
+@pytest.fixture
+def make_tree(tmp_path: Path) -> TreeMaker:
+    """Write ``{relpath: text-or-bytes}`` under a fresh folder; return the folder."""
+    counter = iter(range(1_000_000))
+
+    def make(files: dict[str, str | bytes]) -> Path:
+        root = tmp_path / f"tree{next(counter)}"
+        root.mkdir()
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            path.write_bytes(data)
+        return root
+
+    return make

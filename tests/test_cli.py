@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TreeMaker
+
+from groundkit.cli import EXIT_DRIFTED, EXIT_UNRESOLVABLE, main
+
+TEXT = "# Runbook\n\nRestart the ingest worker with `svc restart ingest`.\n"
+
+
+def grk(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_then_fetch_round_trip_in_json(
+    make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = make_tree({"run.md": TEXT})
+    code, out, _ = grk(capsys, "index", str(root), "--collection", "ops", "--json")
+    assert code == 0 and json.loads(out)["added"] == 1
+    code, out, _ = grk(capsys, "status", "ops", "--json")
+    status = json.loads(out)
+    assert (status["documents"], status["generation"]) == (1, 1)
+    assert status["changed_since_indexing"] == {"added": [], "missing": [], "modified": []}
+    from groundkit.collection import Collection
+
+    with Collection.open("ops") as coll:
+        chunk_id = coll.chunks()[0].chunk_id
+    code, out, _ = grk(capsys, "fetch", chunk_id, "--json")
+    verdict = json.loads(out)
+    assert code == 0 and verdict["status"] == "verified" and verdict["offset_unit"] == "codepoint"
+    (root / "run.md").write_text("Moved.\n" + TEXT)
+    code, out, _ = grk(capsys, "fetch", chunk_id)
+    assert code == EXIT_DRIFTED and out.startswith("drifted:")
+    code, out, _ = grk(capsys, "status", "ops", "--json")
+    assert json.loads(out)["changed_since_indexing"]["modified"] == ["run.md"]
+    (root / "run.md").unlink()
+    assert grk(capsys, "fetch", chunk_id)[0] == EXIT_UNRESOLVABLE
+
+
+def test_collections_and_check_list_what_exists(
+    make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert "no collections yet" in grk(capsys, "collections")[1]
+    grk(capsys, "index", str(make_tree({"a.md": TEXT})), "-c", "one")
+    code, out, _ = grk(capsys, "collections", "--json")
+    assert code == 0 and [c["collection"] for c in json.loads(out)] == ["one"]
+    assert grk(capsys, "check", "one") == (0, "one: ok\n", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "exit_code", "message"),
+    [(["status", "nope"], 3, "no collection named 'nope'"),
+     (["index", "/definitely/missing", "-c", "x"], 2, "not a folder"),
+     (["index", ".", "-c", "bad name"], 2, "invalid collection name"),
+     (["index", ".", "-c", "x", "--chunk-size", "5"], 2, "chunk target")],
+)
+def test_user_errors_are_one_line_with_a_documented_exit_code(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], exit_code: int, message: str,
+) -> None:
+    code, out, err = grk(capsys, *argv)
+    assert code == exit_code and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_console_script_runs_without_a_traceback(home: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "groundkit", "fetch", "x:y"],
+                          capture_output=True, text=True)
+    assert proc.returncode == EXIT_UNRESOLVABLE and "malformed chunk id" in proc.stdout
+    assert proc.stderr == ""

@@ -1,0 +1,212 @@
+"""Every verdict, and every cause of each, through the public API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import TreeMaker
+
+from groundkit import store
+from groundkit.collection import Collection, IndexConfig, fetch_chunk, index
+from groundkit.model import Chunk, Status
+from groundkit.store import StoredChunk
+from groundkit.verify import verify
+
+TEXT = "# Retention\n\nDeployment logs are kept for 30 days.\n\nAudit logs are kept for a year.\n"
+
+
+def indexed(make_tree: TreeMaker, home: Path, files: dict[str, str | bytes]) -> tuple[Path, Chunk]:
+    root = make_tree(files)
+    index("docs", IndexConfig(roots=(str(root),)), home=home)
+    with Collection.open("docs", home) as coll:
+        return root, coll.chunks()[0]
+
+
+def status_of(chunk: Chunk, home: Path) -> tuple[Status, str]:
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    return verdict.status, verdict.reason
+
+
+def test_an_unchanged_file_verifies(make_tree: TreeMaker, home: Path) -> None:
+    _, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    assert verdict.status is Status.VERIFIED and verdict.current_text == chunk.text == TEXT.strip()
+
+
+def test_an_edit_after_the_span_still_verifies(make_tree: TreeMaker, home: Path) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": "Short fact here.\n"})
+    (root / "p.md").write_text("Short fact here.\nAppended later.\n")
+    assert status_of(chunk, home)[0] is Status.VERIFIED
+
+
+def test_text_inserted_before_the_span_drifts_with_relocated_offsets(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").write_text("Preface.\n\n" + TEXT)
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    assert verdict.status is Status.DRIFTED
+    assert verdict.relocated == (chunk.start + 10, chunk.end + 10)
+
+
+def test_an_edited_span_drifts_without_relocation(make_tree: TreeMaker, home: Path) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").write_text(TEXT.replace("30 days", "90 days"))
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    assert verdict.status is Status.DRIFTED and verdict.relocated is None
+    assert "no longer in the file" in verdict.reason
+
+
+def test_a_span_that_now_occurs_twice_drifts_without_guessing(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": "Fact one.\n"})
+    (root / "p.md").write_text("Intro.\nFact one.\nFact one.\n")
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    assert verdict.status is Status.DRIFTED and "more than once" in verdict.reason
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_detected(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    path = root / "p.md"
+    st = path.stat()
+    path.write_text(TEXT.replace("30", "45"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert status_of(chunk, home)[0] is Status.DRIFTED
+
+
+def test_a_crlf_to_lf_rewrite_drifts(make_tree: TreeMaker, home: Path) -> None:
+    crlf = TEXT.replace("\n", "\r\n")
+    root, chunk = indexed(make_tree, home, {"p.md": crlf.encode()})
+    assert "\r\n" in chunk.text
+    (root / "p.md").write_bytes(TEXT.encode())
+    assert status_of(chunk, home)[0] is Status.DRIFTED
+
+
+def test_an_lf_to_crlf_rewrite_drifts(make_tree: TreeMaker, home: Path) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").write_bytes(TEXT.replace("\n", "\r\n").encode())
+    assert status_of(chunk, home)[0] is Status.DRIFTED
+
+
+def test_adding_or_removing_a_bom_keeps_code_point_spans_verified(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").write_bytes(b"\xef\xbb\xbf" + TEXT.encode())
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    assert verdict.status is Status.VERIFIED and "intact" in verdict.reason
+    root2, chunk2 = indexed(make_tree, home, {"q.md": b"\xef\xbb\xbf" + TEXT.encode()})
+    (root2 / "q.md").write_bytes(TEXT.encode())
+    assert status_of(chunk2, home)[0] is Status.VERIFIED
+
+
+def test_a_missing_or_renamed_file_is_unresolvable(make_tree: TreeMaker, home: Path) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").rename(root / "moved.md")
+    status, reason = status_of(chunk, home)
+    assert status is Status.UNRESOLVABLE and "missing" in reason
+
+
+def test_a_file_swapped_for_a_symlink_out_of_the_root_is_unresolvable(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    outside = make_tree({"secret.md": TEXT})
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").unlink()
+    (root / "p.md").symlink_to(outside / "secret.md")
+    verdict = fetch_chunk(chunk.chunk_id, home)
+    assert verdict.status is Status.UNRESOLVABLE and "outside the collection root" in verdict.reason
+    assert verdict.current_text is None  # nothing from outside the root is read
+
+
+def test_a_parent_folder_swapped_for_a_symlink_out_of_the_root_is_unresolvable(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    outside = make_tree({"sub/p.md": TEXT})
+    root, chunk = indexed(make_tree, home, {"sub/p.md": TEXT})
+    (root / "sub" / "p.md").unlink()
+    (root / "sub").rmdir()
+    (root / "sub").symlink_to(outside / "sub")
+    assert status_of(chunk, home)[0] is Status.UNRESOLVABLE
+
+
+def test_a_file_replaced_by_a_folder_or_fifo_is_unresolvable(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").unlink()
+    os.mkfifo(root / "p.md")
+    assert status_of(chunk, home) == (Status.UNRESOLVABLE, "not a regular file")
+
+
+def test_a_file_that_no_longer_decodes_is_unresolvable(make_tree: TreeMaker, home: Path) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").write_bytes(b"\x00\x01binary")
+    status, reason = status_of(chunk, home)
+    assert status is Status.UNRESOLVABLE and "no longer decodes" in reason
+
+
+def test_unknown_chunks_collections_and_malformed_ids_are_unresolvable(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    indexed(make_tree, home, {"p.md": TEXT})
+    for chunk_id, reason in [("docs:" + "0" * 20, "unknown chunk"),
+                             ("nope:" + "0" * 20, "unknown collection"),
+                             ("../../etc/passwd", "malformed")]:
+        verdict = fetch_chunk(chunk_id, home)
+        assert verdict.status is Status.UNRESOLVABLE and reason in verdict.reason
+
+
+def test_a_citation_from_an_older_generation_still_resolves_to_drifted(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").write_text("Preface.\n\n" + TEXT)
+    for _ in range(3):
+        index("docs", IndexConfig(roots=(str(root),)), home=home)
+    assert status_of(chunk, home)[0] is Status.DRIFTED
+
+
+def _verify_as_nobody(stored: StoredChunk) -> dict[str, object]:
+    """Run verify() in a forked child that dropped root for an unprivileged user."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: drop privileges, verify, report, exit without cleanup
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            os.write(write_fd, json.dumps(verify(stored).to_dict()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    return dict(json.loads(data))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
+def test_permission_denied_is_unresolvable(home: Path) -> None:
+    root = Path(tempfile.mkdtemp(prefix="gk-perm-", dir="/tmp"))
+    try:
+        os.chmod(root, 0o755)
+        (root / "p.md").write_text(TEXT)
+        index("docs", IndexConfig(roots=(str(root),)), home=home)
+        with Collection.open("docs", home) as coll:
+            stored = store.lookup_chunk(coll.conn, coll.chunks()[0].chunk_id)
+        assert stored is not None
+        os.chmod(root / "p.md", 0o000)
+        verdict = _verify_as_nobody(stored)
+        assert verdict["status"] == "unresolvable" and verdict["reason"] == "permission denied"
+    finally:
+        shutil.rmtree(root)
