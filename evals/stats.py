@@ -22,6 +22,9 @@ from groundkit.errors import GroundkitError
 
 Array = npt.NDArray[np.float64]
 
+TIE_TOLERANCE = 1e-9
+"""Per-question differences within this are ties in wins/ties/losses."""
+
 _BLOCK_BYTES = 16 * 2**20
 """Scratch memory per resampling block: rows x questions x 8-byte values."""
 
@@ -168,7 +171,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def wins_ties_losses(
-    a: Sequence[float] | Array, b: Sequence[float] | Array, tol: float = 1e-9
+    a: Sequence[float] | Array, b: Sequence[float] | Array, tol: float = TIE_TOLERANCE
 ) -> WinsTiesLosses:
     """How many questions ``a`` scores higher, within ``tol``, or lower than ``b``."""
     d = _paired_deltas(a, b)

@@ -1,0 +1,280 @@
+"""The report: schema-valid, deterministic outside the run block, invalid ones rejected."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from evals import report as rp
+from evals.metrics import DEFAULT_MEASURES
+
+DOC = "notes/<policy>.md"
+TEXT = "Deployment logs are kept for 30 days & then <deleted>. Backups: 7 years."
+QUOTE = "kept for 30 days"
+QUOTE_START = TEXT.index(QUOTE)
+
+
+def hit(rank: int, chunk: str, start: int, end: int, score: float, verdict="verified"):
+    return rp.HitRecord(
+        rank=rank,
+        chunk_id=f"c:{chunk}",
+        doc_id=DOC,
+        start=start,
+        end=end,
+        score=score,
+        text=TEXT[start:end],
+        verdict=verdict,
+    )
+
+
+def sample_inputs() -> dict:
+    gold = rp.GoldAnswer(doc_id=DOC, quote=QUOTE, start=QUOTE_START, end=QUOTE_START + len(QUOTE))
+    questions = [
+        rp.Question(
+            query_id="q1",
+            text="How long are logs kept?",
+            kind="answerable",
+            traits=("lexical",),
+            gold=(gold,),
+        ),
+        rp.Question(
+            query_id="q2",
+            text="Retention of <script>alert(1)</script>?",
+            kind="ambiguous",
+            traits=("paraphrase", "lexical"),
+            gold=(gold,),
+        ),
+        rp.Question(query_id="q3", text="What is the CEO's cat called?", kind="no-answer"),
+    ]
+    qrels = {"q1": {"c:a": 2, "c:b": 0}, "q2": {"c:a": 1}}
+    a, b = hit(1, "a", 0, 40, 3.5), hit(2, "b", 40, len(TEXT), 1.25, "drifted")
+    stages = [
+        rp.StageResult(
+            name="bm25",
+            description="BM25 baseline",
+            config={"k1": 0.9, "b": 0.4},
+            hits={"q1": [a, b], "q2": [], "q3": [b]},
+        ),
+        rp.StageResult(
+            name="hybrid",
+            description="RRF of BM25 and dense",
+            config={"k": 60},
+            hits={"q1": [a], "q2": [hit(1, "b", 40, len(TEXT), 0.03), hit(2, "a", 0, 40, 0.02)]},
+        ),
+    ]
+    provenance = rp.Provenance(
+        golden_version="v1",
+        golden_manifest_sha256="ab" * 32,
+        groundkit_version="0.1.0",
+        git_commit="0" * 40,
+        python="3.11.9",
+        libraries={"numpy": "2.4.6"},
+    )
+    return dict(
+        questions=questions,
+        qrels=qrels,
+        stages=stages,
+        baseline="bm25",
+        provenance=provenance,
+        config={"chunk_size": 800},
+        settings=rp.Settings(resamples=2_000, permutations=2_000, seed=7),
+    )
+
+
+def build(**overrides) -> dict:
+    return rp.build_report(**{**sample_inputs(), **overrides})
+
+
+def without_run(text: str) -> dict:
+    data = json.loads(text)
+    data.pop("run")
+    return data
+
+
+def test_a_built_report_matches_the_schema():
+    report = build()
+
+    rp.validate(report)
+    assert report["schema_version"] == 1
+    assert report["measures"] == list(DEFAULT_MEASURES)
+    assert report["offset_unit"] == "codepoint"
+
+
+def test_stage_metrics_count_every_judged_question_and_abstention_is_separate():
+    report = build()
+    bm25, hybrid = report["stages"]
+
+    assert bm25["judged"] == 2
+    assert bm25["metrics"]["Success@1"] == (1 + 0) / 2  # q2 returned nothing
+    assert hybrid["metrics"]["Success@1"] == (1 + 0) / 2  # q2's first hit is not relevant
+    assert hybrid["metrics"]["RR@10"] == (1 + 1 / 2) / 2
+    assert bm25["abstention"] == {
+        "answerable_total": 2,
+        "answerable_abstained": 1,
+        "no_answer_total": 1,
+        "no_answer_abstained": 0,
+    }
+    assert hybrid["abstention"]["no_answer_abstained"] == 1
+
+
+def test_comparisons_cover_every_measure_against_the_baseline_with_holm_across_all():
+    report = build()
+    comparisons = report["comparisons"]
+
+    assert [c["measure"] for c in comparisons] == list(DEFAULT_MEASURES)
+    assert {(c["stage"], c["baseline"]) for c in comparisons} == {("hybrid", "bm25")}
+    rr = next(c for c in comparisons if c["measure"] == "RR@10")
+    assert rr["delta"] == round((0 + 1 / 2) / 2, 6)
+    assert (rr["wins"], rr["ties"], rr["losses"]) == (1, 1, 0)
+    assert all(c["p_holm"] >= c["p_value"] for c in comparisons)
+
+
+def test_breakdowns_group_judged_questions_by_kind_and_by_each_trait():
+    breakdowns = build()["breakdowns"]
+
+    assert set(breakdowns["kind"]) == {"answerable", "ambiguous"}
+    assert breakdowns["trait"]["lexical"]["n"] == 2
+    assert breakdowns["trait"]["paraphrase"]["n"] == 1
+    assert breakdowns["trait"]["paraphrase"]["stages"]["hybrid"]["RR@10"] == 0.5
+
+
+def test_questions_carry_gold_spans_hits_with_relevance_and_per_stage_scores():
+    questions = {q["query_id"]: q for q in build()["questions"]}
+
+    q1 = questions["q1"]
+    assert q1["gold"] == [
+        {"doc_id": DOC, "quote": QUOTE, "start": QUOTE_START, "end": QUOTE_START + len(QUOTE)}
+    ]
+    first, second = q1["stages"]["bm25"]["hits"]
+    assert (first["rank"], first["chunk_id"], first["relevance"]) == (1, "c:a", 2)
+    assert (second["relevance"], second["verdict"]) == (0, "drifted")
+    assert q1["stages"]["bm25"]["scores"]["nDCG@10"] == 1.0
+    assert questions["q2"]["stages"]["bm25"]["abstained"] is True
+    assert questions["q3"]["judged"] is False and questions["q3"]["stages"]["bm25"]["scores"] == {}
+    assert questions["q3"]["stages"]["hybrid"] == {
+        "abstained": True,
+        "retrieved": 0,
+        "scores": {},
+        "hits": [],
+    }
+
+
+def test_the_same_input_gives_byte_identical_json_except_the_run_block(tmp_path):
+    first = rp.write_json(build(), tmp_path / "a.json").read_text(encoding="utf-8")
+    second = rp.write_json(
+        build(run={"created_at": "2030-01-01T00:00:00+00:00", "host": "elsewhere"}),
+        tmp_path / "b.json",
+    ).read_text(encoding="utf-8")
+
+    assert first != second
+    assert without_run(first) == without_run(second)
+    rest = [
+        rp.dumps({k: v for k, v in json.loads(t).items() if k != "run"}) for t in (first, second)
+    ]
+    assert rest[0] == rest[1]
+
+
+def test_dict_order_of_the_inputs_does_not_change_the_output():
+    inputs = sample_inputs()
+    reordered = copy.deepcopy(inputs)
+    reordered["questions"] = list(reversed(reordered["questions"]))
+    reordered["qrels"] = dict(reversed(list(reordered["qrels"].items())))
+    run = {"created_at": "t", "host": "h"}
+
+    assert rp.dumps(rp.build_report(**inputs, run=run)) == rp.dumps(
+        rp.build_report(**reordered, run=run)
+    )
+
+
+def test_the_json_is_canonical_sorted_rounded_and_ends_with_a_newline():
+    text = rp.dumps({"b": 1 / 3, "a": [-0.0, 2.0000000001], "c": (1, "é")})
+
+    expected = [
+        "{",
+        '  "a": [',
+        "    0.0,",
+        "    2.0",
+        "  ],",
+        '  "b": 0.333333,',
+        '  "c": [',
+        "    1,",
+        '    "é"',
+        "  ]",
+        "}",
+        "",
+    ]
+    assert text == "\n".join(expected)
+
+
+def test_a_saved_report_loads_back_unchanged(tmp_path):
+    report = build()
+
+    path = rp.write_json(report, tmp_path / "nested" / "report.json")
+
+    assert rp.load_json(path) == report
+
+
+def test_an_invalid_report_is_rejected_before_anything_is_written(tmp_path):
+    report = build()
+    broken = copy.deepcopy(report)
+    broken["stages"][0]["metrics"]["nDCG@10"] = "high"
+    del broken["golden"]
+
+    with pytest.raises(rp.ReportError, match="golden") as excinfo:
+        rp.write_json(broken, tmp_path / "r.json")
+
+    assert "nDCG@10" in str(excinfo.value)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("schema_version",), 2),
+        (("questions", 0, "stages", "bm25", "hits", 0, "verdict"), "probably fine"),
+        (("comparisons", 0, "p_holm"), 1.5),
+        (("baseline",), "dense"),
+    ],
+)
+def test_reports_that_break_the_contract_fail_validation(path, value):
+    report = build()
+    target = report
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+
+    with pytest.raises(rp.ReportError):
+        rp.validate(report)
+
+
+def test_non_finite_numbers_cannot_enter_a_report():
+    with pytest.raises(rp.ReportError, match="non-finite"):
+        rp.dumps({"x": float("nan")})
+
+
+def test_inconsistent_inputs_are_refused_with_the_reason():
+    with pytest.raises(rp.ReportError, match="baseline"):
+        build(baseline="dense")
+    with pytest.raises(rp.ReportError, match="without gold"):
+        build(qrels={"q3": {"c:a": 1}})
+    stage = rp.StageResult(name="bm25", description="", config={}, hits={"q9": []})
+    with pytest.raises(rp.ReportError, match="unknown questions"):
+        build(stages=[stage])
+
+
+def test_gold_answers_and_hits_validate_their_spans():
+    with pytest.raises(rp.ReportError, match="gold span"):
+        rp.GoldAnswer(doc_id=DOC, quote="abc", start=0, end=4)
+    with pytest.raises(rp.ReportError, match="verdict"):
+        hit(1, "a", 0, 4, 1.0, verdict="fine")
+
+
+def test_provenance_helpers_describe_this_environment(tmp_path):
+    python, libraries = rp.environment(("numpy", "surely-not-installed-pkg"))
+
+    assert python.count(".") == 2
+    assert libraries["surely-not-installed-pkg"] == "not installed"
+    assert set(rp.run_metadata()) >= {"created_at", "host"}
+    assert rp.git_commit(tmp_path) is None
