@@ -1,0 +1,192 @@
+"""Fusing ranked lists: Reciprocal Rank Fusion, and a convex score combination.
+
+Each input is a retriever's ranked list ``[(chunk_id, score), ...]``, best
+first, keyed by the retriever's name (``{"bm25": [...], "dense": [...]}``).
+Each output :class:`FusedHit` keeps, per retriever that returned it, its rank,
+its score and what it contributed, as :class:`~groundkit.model.Contribution`.
+
+:func:`rrf` is the hybrid mode's fusion (ADR-0005); :func:`convex` exists for
+the fusion ablation in the harness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..model import Contribution
+
+RankedList = Sequence[tuple[str, float]]
+RankedLists = Mapping[str, RankedList]
+
+DEFAULT_K = 60
+"""RRF's constant, as in Cormack, Clarke & Büttcher (2009)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusedHit:
+    """One fused result: a 1-based ``rank``, the fused ``score``, and who put it there.
+
+    ``contributions`` holds one entry per retriever that returned the chunk,
+    in retriever-name order; ``detail["contribution"]`` is what that
+    retriever added to ``score``.
+    """
+
+    chunk_id: str
+    score: float
+    rank: int
+    contributions: tuple[Contribution, ...]
+
+    def contribution(self, retriever: str) -> Contribution | None:
+        """This hit's entry for ``retriever``, or ``None`` if that retriever missed it."""
+        return next((c for c in self.contributions if c.retriever == retriever), None)
+
+
+def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int) -> list[FusedHit]:
+    r"""Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009).
+
+    ``score(d) = sum over retrievers r that returned d of 1 / (k + rank_r(d))``,
+    with ``rank_r`` 1-based position in ``r``'s list. Only positions matter: a
+    retriever's scores are carried into the explanation but never into the
+    arithmetic, which is why BM25 and cosine scores, on incomparable scales,
+    can be fused at all.
+
+    There is deliberately no ``score_threshold`` here. A fused score is
+    rank-derived: 1 / (60 + 1) means "first somewhere", whatever the query and
+    however poor that first hit was, and every query gets exactly the same set
+    of possible values. A cutoff on it would measure list length and overlap,
+    never relevance, so fusion cannot abstain by thresholding (ADR-0005).
+    Abstention, where wanted, belongs to the inputs (e.g. a dense cosine
+    threshold applied before fusion).
+
+    Ties in the fused score are broken by ``chunk_id``, so the output is
+    deterministic. Scores are summed with :func:`math.fsum`, so equal rank
+    patterns give exactly equal scores.
+    """
+    if isinstance(k, bool) or not (isinstance(k, int | float) and math.isfinite(k) and k >= 0):
+        raise UsageError(f"RRF k must be a finite number >= 0, got {k!r}")
+    _check_top_k(top_k)
+    positions = _positions(ranked_lists)
+    contributions = {
+        chunk_id: [_rrf_contribution(name, rank, score, k) for name, rank, score in entries]
+        for chunk_id, entries in positions.items()
+    }
+    scored = {cid: math.fsum(_contributed(c) for c in cs) for cid, cs in contributions.items()}
+    return _fused_hits(scored, contributions, top_k)
+
+
+def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) -> list[FusedHit]:
+    """A convex combination of min-max normalised scores, for the fusion ablation.
+
+    ``score(d) = sum_r w_r * (s_r(d) - min_r) / (max_r - min_r)``, where a
+    retriever that missed ``d`` adds 0, the weights are >= 0 and sum to 1, and
+    a list whose scores are all equal normalises to 1.0 (ranx gives 0.0 there;
+    a list that returned ``d`` should not count as having missed it).
+
+    Caveats, why this is not the hybrid default: min and max come from the
+    truncated list each retriever returned, so the same document's normalised
+    score changes with top_k and with whatever else was retrieved; one outlier
+    squeezes every other score towards 0; the best hit of a query with no
+    good answer still normalises to 1.0. The fused score is therefore no more
+    thresholdable than RRF's. Ties are broken by ``chunk_id``.
+    """
+    _check_top_k(top_k)
+    _check_weights(ranked_lists, weights)
+    positions = _positions(ranked_lists)
+    bounds = {name: _min_max(ranked) for name, ranked in ranked_lists.items()}
+    contributions = {
+        chunk_id: [
+            _convex_contribution(name, rank, score, weights[name], bounds[name])
+            for name, rank, score in entries
+        ]
+        for chunk_id, entries in positions.items()
+    }
+    scored = {cid: math.fsum(_contributed(c) for c in cs) for cid, cs in contributions.items()}
+    return _fused_hits(scored, contributions, top_k)
+
+
+# ---------------------------------------------------------------------- kernels
+
+
+def _rrf_contribution(retriever: str, rank: int, score: float, k: float) -> Contribution:
+    return Contribution(
+        retriever=retriever,
+        rank=rank,
+        score=score,
+        detail={"contribution": 1.0 / (k + rank), "k": k},
+    )
+
+
+def _convex_contribution(
+    retriever: str, rank: int, score: float, weight: float, bounds: tuple[float, float]
+) -> Contribution:
+    low, high = bounds
+    normalised = 1.0 if high == low else (score - low) / (high - low)
+    return Contribution(
+        retriever=retriever,
+        rank=rank,
+        score=score,
+        detail={"contribution": weight * normalised, "normalized": normalised, "weight": weight},
+    )
+
+
+def _contributed(contribution: Contribution) -> float:
+    return float(contribution.detail["contribution"])
+
+
+def _positions(ranked_lists: RankedLists) -> dict[str, list[tuple[str, int, float]]]:
+    """``chunk_id -> [(retriever, 1-based rank, score)]``, retrievers in name order."""
+    if not ranked_lists:
+        raise UsageError("fusion needs at least one ranked list")
+    out: dict[str, list[tuple[str, int, float]]] = {}
+    for name in sorted(ranked_lists):
+        seen: set[str] = set()
+        for rank, (chunk_id, score) in enumerate(ranked_lists[name], start=1):
+            if chunk_id in seen:
+                raise UsageError(f"retriever {name!r} returned {chunk_id!r} twice")
+            if not math.isfinite(score):
+                raise UsageError(f"retriever {name!r} gave {chunk_id!r} a non-finite score")
+            seen.add(chunk_id)
+            out.setdefault(chunk_id, []).append((name, rank, float(score)))
+    return out
+
+
+def _fused_hits(
+    scored: Mapping[str, float],
+    contributions: Mapping[str, Iterable[Contribution]],
+    top_k: int,
+) -> list[FusedHit]:
+    ordered = sorted(scored, key=lambda cid: (-scored[cid], cid))[:top_k]
+    return [
+        FusedHit(
+            chunk_id=cid,
+            score=scored[cid],
+            rank=position,
+            contributions=tuple(contributions[cid]),
+        )
+        for position, cid in enumerate(ordered, start=1)
+    ]
+
+
+def _min_max(ranked: RankedList) -> tuple[float, float]:
+    scores = [float(score) for _, score in ranked]
+    return (min(scores), max(scores)) if scores else (0.0, 0.0)
+
+
+def _check_top_k(top_k: int) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise UsageError(f"top_k must be a positive integer, got {top_k!r}")
+
+
+def _check_weights(ranked_lists: RankedLists, weights: Mapping[str, float]) -> None:
+    if set(weights) != set(ranked_lists):
+        raise UsageError(
+            f"convex fusion needs one weight per retriever: lists {sorted(ranked_lists)}, "
+            f"weights {sorted(weights)}"
+        )
+    if any(not (math.isfinite(w) and w >= 0) for w in weights.values()):
+        raise UsageError(f"convex fusion weights must be finite and >= 0, got {dict(weights)}")
+    if not math.isclose(math.fsum(weights.values()), 1.0, abs_tol=1e-9):
+        raise UsageError(f"convex fusion weights must sum to 1, got {dict(weights)}")
