@@ -8,6 +8,8 @@ import json
 import pytest
 
 from evals import report as rp
+from evals.compare import compare_runs
+from evals.compare import main as compare_main
 from evals.metrics import DEFAULT_MEASURES
 
 DOC = "notes/<policy>.md"
@@ -278,3 +280,77 @@ def test_provenance_helpers_describe_this_environment(tmp_path):
     assert libraries["surely-not-installed-pkg"] == "not installed"
     assert set(rp.run_metadata()) >= {"created_at", "host"}
     assert rp.git_commit(tmp_path) is None
+
+
+def save_two_runs(tmp_path) -> tuple:
+    inputs = sample_inputs()
+    a = rp.write_json(rp.build_report(**inputs), tmp_path / "a.json")
+    better = rp.StageResult(
+        name="bm25",
+        description="BM25, tuned",
+        config={},
+        hits={"q1": [hit(1, "a", 0, 40, 2.0)], "q2": [hit(1, "a", 0, 40, 2.0)]},
+    )
+    b = rp.write_json(
+        rp.build_report(**{**inputs, "stages": [better, inputs["stages"][1]]}), tmp_path / "b.json"
+    )
+    return a, b
+
+
+def test_compare_runs_pairs_same_named_stages_by_query_id(tmp_path):
+    a, b = save_two_runs(tmp_path)
+
+    outcome = compare_runs(a, b, resamples=500, permutations=500)
+
+    assert outcome["questions"] == {"paired": 2, "only_a": [], "only_b": []}
+    assert [(c["stage_a"], c["stage_b"]) for c in outcome["comparisons"]] == [
+        ("bm25", "bm25")
+    ] * len(DEFAULT_MEASURES) + [("hybrid", "hybrid")] * len(DEFAULT_MEASURES)
+    bm25_hit1 = outcome["comparisons"][0]
+    assert bm25_hit1["measure"] == "Success@1"
+    assert (bm25_hit1["mean_a"], bm25_hit1["mean_b"], bm25_hit1["delta"]) == (0.5, 1.0, 0.5)
+    assert (bm25_hit1["wins"], bm25_hit1["ties"], bm25_hit1["losses"]) == (1, 1, 0)
+    hybrid = outcome["comparisons"][len(DEFAULT_MEASURES)]
+    assert hybrid["delta"] == 0.0 and hybrid["p_value"] == 1.0
+    assert all(c["p_holm"] >= c["p_value"] for c in outcome["comparisons"])
+    assert outcome["warnings"] == []
+
+
+def test_compare_runs_takes_explicit_stage_pairs_and_measures(tmp_path):
+    a, b = save_two_runs(tmp_path)
+
+    outcome = compare_runs(
+        a, b, pairs=[("bm25", "hybrid")], measures=["RR@10"], resamples=200, permutations=200
+    )
+
+    (only,) = outcome["comparisons"]
+    assert (only["stage_a"], only["stage_b"], only["measure"]) == ("bm25", "hybrid", "RR@10")
+    assert only["delta"] == round((0 + 1 / 2) / 2, 6)
+
+
+def test_compare_runs_rejects_an_unknown_stage_and_an_invalid_report(tmp_path):
+    a, b = save_two_runs(tmp_path)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"schema_version": 1}', encoding="utf-8")
+
+    with pytest.raises(rp.ReportError, match="no RR@10 scores for stage 'dense'"):
+        compare_runs(a, b, pairs=[("dense", "bm25")], measures=["RR@10"])
+    with pytest.raises(rp.ReportError, match="schema"):
+        compare_runs(a, broken)
+
+
+def test_compare_command_prints_a_table_or_json_and_maps_errors_to_exit_codes(tmp_path, capsys):
+    a, b = save_two_runs(tmp_path)
+
+    assert compare_main([str(a), str(b), "--resamples", "200", "--permutations", "200"]) == 0
+    table = capsys.readouterr().out
+    assert "bm25 -> bm25" in table and "Success@1" in table and "1/1/0" in table
+
+    assert compare_main([str(a), str(b), "--json", "--measure", "nDCG@10"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["comparisons"]) == 2
+
+    assert compare_main([str(a), str(tmp_path / "missing.json")]) == 1
+    assert "cannot read report" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as excinfo:
+        compare_main([str(a), str(b), "--pair", "no-colon"])
+    assert excinfo.value.code == 2

@@ -1,0 +1,233 @@
+"""Compare any two saved reports: ``python -m evals.compare A.json B.json``.
+
+Each stage of report B is compared with a stage of report A (by default the
+stage of the same name) on every measure both reports carry, paired by query id
+over the judged questions both hold, with the same statistics as a report:
+percentile bootstrap interval of the mean difference ``B - A``, paired
+randomisation test, Holm adjustment across every comparison printed, and
+wins/ties/losses (a *win* is a question where B scores higher).
+
+Exit codes: 0 success; 2 bad arguments; otherwise the ``exit_code`` of the
+:class:`groundkit.errors.GroundkitError` raised (e.g. 1 for an unreadable or
+invalid report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from evals import stats
+from evals.report import ReportError, canonical, load_json
+from groundkit.errors import GroundkitError
+
+
+def compare_runs(
+    path_a: str | Path,
+    path_b: str | Path,
+    *,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    measures: Sequence[str] | None = None,
+    resamples: int = 10_000,
+    permutations: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The comparison of B against A as a canonical dict (see the module doc)."""
+    a, b = load_json(path_a), load_json(path_b)
+    pairs = list(pairs) if pairs else _same_named_stages(a, b)
+    measures = list(measures) if measures else [m for m in a["measures"] if m in b["measures"]]
+    scores_a, scores_b = _question_scores(a), _question_scores(b)
+    paired = sorted(scores_a.keys() & scores_b.keys())
+    if not paired:
+        raise ReportError("the two reports share no judged question: nothing to pair")
+    rows: list[dict[str, Any]] = []
+    results: list[stats.Comparison] = []
+    for stage_a, stage_b in pairs:
+        for measure in measures:
+            column_a = _column(scores_a, paired, stage_a, measure, "A")
+            column_b = _column(scores_b, paired, stage_b, measure, "B")
+            rows.append({"stage_a": stage_a, "stage_b": stage_b, "measure": measure})
+            results.append(
+                stats.compare(
+                    column_a,
+                    column_b,
+                    resamples=resamples,
+                    permutations=permutations,
+                    confidence=confidence,
+                    seed=seed,
+                )
+            )
+    comparisons = [
+        {**row, **_renamed(asdict(result))}
+        for row, result in zip(rows, stats.apply_holm(results), strict=True)
+    ]
+    outcome = {
+        "a": _describe(path_a, a),
+        "b": _describe(path_b, b),
+        "warnings": _warnings(a, b),
+        "questions": {
+            "paired": len(paired),
+            "only_a": sorted(scores_a.keys() - scores_b.keys()),
+            "only_b": sorted(scores_b.keys() - scores_a.keys()),
+        },
+        "statistics": {"resamples": resamples, "permutations": permutations, "seed": seed},
+        "comparisons": comparisons,
+    }
+    result: dict[str, Any] = canonical(outcome)
+    return result
+
+
+def _same_named_stages(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str]]:
+    names_b = {s["name"] for s in b["stages"]}
+    common = [(s["name"], s["name"]) for s in a["stages"] if s["name"] in names_b]
+    if not common:
+        raise ReportError("the reports share no stage name; pass --pair A_STAGE:B_STAGE")
+    return common
+
+
+def _question_scores(report: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """query_id -> stage -> measure -> score, for judged questions."""
+    return {
+        q["query_id"]: {name: s["scores"] for name, s in q["stages"].items()}
+        for q in report["questions"]
+        if q["judged"]
+    }
+
+
+def _column(
+    scores: dict[str, dict[str, dict[str, float]]],
+    paired: list[str],
+    stage: str,
+    measure: str,
+    side: str,
+) -> dict[str, float]:
+    try:
+        return {q: scores[q][stage][measure] for q in paired}
+    except KeyError as exc:
+        raise ReportError(f"report {side} has no {measure} scores for stage {stage!r}") from exc
+
+
+def _renamed(fields: dict[str, Any]) -> dict[str, Any]:
+    fields["mean_a"] = fields.pop("baseline_mean")
+    fields["mean_b"] = fields.pop("stage_mean")
+    return fields
+
+
+def _describe(path: str | Path, report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "path": str(path),
+        "created_at": report["run"].get("created_at"),
+        "golden": report["golden"],
+        "groundkit": report["groundkit"],
+    }
+
+
+def _warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    warnings = []
+    if a["golden"] != b["golden"]:
+        warnings.append("the reports were made on different golden corpora (version or manifest)")
+    texts_a = {q["query_id"]: q["text"] for q in a["questions"]}
+    changed = sorted(
+        q["query_id"] for q in b["questions"] if texts_a.get(q["query_id"], q["text"]) != q["text"]
+    )
+    if changed:
+        warnings.append(f"{len(changed)} paired question(s) changed wording, e.g. {changed[:3]}")
+    return warnings
+
+
+def format_table(outcome: dict[str, Any]) -> str:
+    """A plain-text rendering of :func:`compare_runs`' result."""
+    lines = [
+        f"A: {_label(outcome['a'])}",
+        f"B: {_label(outcome['b'])}",
+        f"paired questions: {outcome['questions']['paired']} "
+        f"(only in A: {len(outcome['questions']['only_a'])}, "
+        f"only in B: {len(outcome['questions']['only_b'])})",
+        *(f"warning: {w}" for w in outcome["warnings"]),
+        "",
+        f"{'A -> B':<24} {'measure':<12} {'mean A':>8} {'mean B':>8} {'delta':>8} "
+        f"{'CI':>20} {'p':>7} {'p_holm':>7}  W/T/L",
+    ]
+    for c in outcome["comparisons"]:
+        pair = f"{c['stage_a']} -> {c['stage_b']}"
+        ci = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
+        lines.append(
+            f"{pair:<24} {c['measure']:<12} {c['mean_a']:>8.3f} {c['mean_b']:>8.3f} "
+            f"{c['delta']:>+8.3f} {ci:>20} {c['p_value']:>7.4f} {c['p_holm']:>7.4f}  "
+            f"{c['wins']}/{c['ties']}/{c['losses']}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _label(side: dict[str, Any]) -> str:
+    golden, kit = side["golden"], side["groundkit"]
+    commit = (kit["git_commit"] or "unknown")[:12]
+    return (
+        f"{side['path']} (golden {golden['version']} {golden['manifest_sha256'][:12]}, "
+        f"groundkit {kit['version']} {commit}, {side['created_at']})"
+    )
+
+
+def _parse_pair(text: str) -> tuple[str, str]:
+    stage_a, sep, stage_b = text.partition(":")
+    if not sep or not stage_a or not stage_b:
+        raise argparse.ArgumentTypeError(f"expected A_STAGE:B_STAGE, got {text!r}")
+    return stage_a, stage_b
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``python -m evals.compare`` command; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m evals.compare",
+        description="Compare report B against report A, paired by question id.",
+    )
+    parser.add_argument("a", help="the reference report (JSON)")
+    parser.add_argument("b", help="the report compared with it (JSON)")
+    parser.add_argument(
+        "--pair",
+        action="append",
+        type=_parse_pair,
+        metavar="A_STAGE:B_STAGE",
+        help="stages to compare (repeatable); default: same-named stages",
+    )
+    parser.add_argument(
+        "--measure",
+        action="append",
+        metavar="MEASURE",
+        help="measure to compare (repeatable); default: all in both",
+    )
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    parser.add_argument("--permutations", type=int, default=10_000, help="randomisation draws")
+    parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    try:
+        outcome = compare_runs(
+            args.a,
+            args.b,
+            pairs=args.pair,
+            measures=args.measure,
+            resamples=args.resamples,
+            permutations=args.permutations,
+            confidence=args.confidence,
+            seed=args.seed,
+        )
+    except GroundkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        sys.stdout.write(json.dumps(outcome, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(format_table(outcome))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
