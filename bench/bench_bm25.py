@@ -1,0 +1,397 @@
+"""BM25 engines side by side: groundkit vs bm25s (numpy, numba), rank-bm25, tantivy.
+
+Corpus: ~1,000-character passages cut from this machine's /usr/share/doc, /usr/share/man
+(gzipped pages decompressed) and the Python standard library sources, in a fixed order;
+cached under ``.bench/``. Queries: 1-4 distinct words drawn (fixed seed) from random
+passages. Every engine runs in its own subprocess on one thread, twice: once to build
+and save (build MB/s, peak RSS), once to load and query (RSS once loaded, top-10
+latency per raw query string, tokenisation included).
+
+    python bench/bench_bm25.py                     # 100,000 passages, 1,000 queries
+    python bench/bench_bm25.py --chunks 20000 --engines groundkit,bm25s
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ("groundkit", "bm25s", "bm25s-numba", "rank-bm25", "tantivy")
+K1, B, TOP_K = 0.9, 0.4, 10
+SEP = "\x1e"
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_STOP = frozenset(
+    {
+        "and", "are", "but", "for", "into", "not", "such", "that", "the", "their", "then", "there",
+        "these", "they", "this", "was", "will", "with",
+    }
+)
+
+
+# -- corpus and queries ---------------------------------------------------------------
+
+def _source_files() -> list[list[Path]]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    py = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts)
+    man = sorted(p for p in Path("/usr/share/man").rglob("*") if p.is_file())
+    doc = sorted(p for p in Path("/usr/share/doc").rglob("*") if p.is_file())
+    return [doc, man, py]
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace").replace(SEP, " ")
+
+
+def _passages(text: str, size: int, limit: int) -> list[str]:
+    out, start = [], 0
+    while start < len(text) and len(out) < limit:
+        end = min(start + size, len(text))
+        if end < len(text):
+            cut = text.rfind(" ", start + size * 4 // 5, end)
+            end = cut if cut > start else end
+        piece = text[start:end].strip()
+        if len(piece) >= size // 5:
+            out.append(piece)
+        start = end
+    return out
+
+
+def make_corpus(n_chunks: int, size: int, cache: Path) -> list[str]:
+    path = cache / f"corpus-{n_chunks}-{size}.txt"
+    if path.exists():
+        return path.read_text(encoding="utf-8").split(SEP)
+    chunks: list[str] = []
+    sources = [iter(files) for files in _source_files()]
+    while len(chunks) < n_chunks and sources:
+        for it in list(sources):
+            path_i = next(it, None)
+            if path_i is None:
+                sources.remove(it)
+                continue
+            text = _read_text(path_i)
+            if text:
+                chunks.extend(_passages(text, size, limit=200))
+    chunks = chunks[:n_chunks]
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_text(SEP.join(chunks), encoding="utf-8")
+    return chunks
+
+
+def make_queries(chunks: list[str], n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    queries: list[str] = []
+    while len(queries) < n:
+        words = sorted({w.lower() for w in _WORD.findall(rng.choice(chunks))} - _STOP)
+        if words:
+            queries.append(" ".join(rng.sample(words, min(len(words), rng.randint(1, 4)))))
+    return queries
+
+
+# -- engines (run inside worker subprocesses) ------------------------------------------
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _bm25s_stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def build_engine(engine: str, texts: list[str], out: Path) -> None:
+    if engine == "groundkit":
+        from groundkit.retrieval.bm25 import BM25Index, BM25Params
+
+        BM25Index.build_from_texts(texts, params=BM25Params(k1=K1, b=B)).save(out, {"bench": 1})
+    elif engine.startswith("bm25s"):
+        import bm25s
+
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_bm25s_stemmer(),
+                                show_progress=False)
+        model = bm25s.BM25(k1=K1, b=B, method="lucene")
+        model.index(tokens, show_progress=False)
+        model.save(str(out))
+    elif engine == "tantivy":
+        import tantivy
+
+        builder = tantivy.SchemaBuilder()
+        builder.add_integer_field("id", stored=True)
+        builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+        out.mkdir(parents=True, exist_ok=True)
+        index = tantivy.Index(builder.build(), path=str(out))
+        writer = index.writer(heap_size=100_000_000, num_threads=1)
+        for i, text in enumerate(texts):
+            writer.add_document(tantivy.Document(id=i, body=text))
+        writer.commit()
+        writer.wait_merging_threads()
+    elif engine == "rank-bm25":
+        from rank_bm25 import BM25Okapi
+
+        from groundkit.analysis import Analyzer
+
+        analyzer = Analyzer()
+        BM25Okapi([analyzer.analyze(t) for t in texts], k1=K1, b=B)  # in memory only
+    else:
+        raise SystemExit(f"no build step for {engine}")
+
+
+def open_engine(engine: str, out: Path, texts: list[str]) -> Any:
+    """A function ``raw query -> list of (doc, score)`` over the saved (or rebuilt) index."""
+    if engine == "groundkit":
+        from groundkit.retrieval.bm25 import BM25Index
+
+        index = BM25Index.load(out, {"bench": 1})
+        return lambda q: index.search(q, TOP_K)
+    if engine.startswith("bm25s"):
+        import bm25s
+
+        model = bm25s.BM25.load(str(out), show_progress=False)
+        if engine == "bm25s-numba":
+            model.backend = "numba"
+            model.activate_numba_scorer()
+        stem = _bm25s_stemmer()
+        backend = "numba" if engine == "bm25s-numba" else "numpy"
+
+        def search(q: str) -> Any:
+            toks = bm25s.tokenize([q], stopwords="en", stemmer=stem, return_ids=False,
+                                  show_progress=False)
+            if not toks[0]:
+                return []
+            return model.retrieve(toks, k=TOP_K, show_progress=False, n_threads=1,
+                                  backend_selection=backend)
+        return search
+    if engine == "tantivy":
+        import tantivy
+
+        index = tantivy.Index.open(str(out))
+        searcher = index.searcher()
+
+        def tsearch(q: str) -> Any:
+            query, _errors = index.parse_query_lenient(q, ["body"])
+            return searcher.search(query, TOP_K).hits
+        return tsearch
+    if engine == "rank-bm25":
+        from rank_bm25 import BM25Okapi
+
+        from groundkit.analysis import Analyzer
+
+        analyzer = Analyzer()
+        model = BM25Okapi([analyzer.analyze(t) for t in texts], k1=K1, b=B)
+        return lambda q: model.get_top_n(analyzer.analyze(q), list(range(len(texts))), TOP_K)
+    raise SystemExit(f"unknown engine {engine}")
+
+
+def _dir_mib(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_size / 2**20
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def _load_texts(path: str) -> list[str]:
+    return Path(path).read_text(encoding="utf-8").split(SEP)
+
+
+def worker(args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.index_dir)
+    result: dict[str, Any] = {"engine": args.worker, "phase": args.phase}
+    if args.phase == "build":
+        texts = _load_texts(args.corpus)
+        base = _rss_mib()
+        shutil.rmtree(out, ignore_errors=True)
+        mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+        t0 = time.perf_counter()
+        build_engine(args.worker, texts, out)
+        seconds = time.perf_counter() - t0
+        result.update(build_s=seconds, build_mb_s=mb / seconds, corpus_mb=mb,
+                      peak_rss_mib=_peak_mib(), peak_over_corpus_mib=_peak_mib() - base,
+                      disk_mib=_dir_mib(out))
+        return result
+    queries = json.loads(Path(args.queries_path).read_text())[: args.n_queries]
+    texts = _load_texts(args.corpus) if args.worker == "rank-bm25" else []
+    before = _rss_mib()
+    t0 = time.perf_counter()
+    search = open_engine(args.worker, out, texts)
+    result.update(load_s=time.perf_counter() - t0, rss_loaded_mib=_rss_mib(),
+                  loaded_over_base_mib=_rss_mib() - before)
+    for q in queries[:20]:
+        search(q)
+    latencies = []
+    hits = 0
+    for q in queries:
+        t = time.perf_counter_ns()
+        res = search(q)
+        latencies.append((time.perf_counter_ns() - t) / 1e6)
+        hits += len(res) > 0
+    latencies.sort()
+    result.update(n_queries=len(queries), p50_ms=latencies[len(latencies) // 2],
+                  p99_ms=latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+                  mean_ms=sum(latencies) / len(latencies), rss_after_queries_mib=_rss_mib(),
+                  queries_with_hits=hits)
+    return result
+
+
+# -- orchestration ----------------------------------------------------------------------
+
+def _run_worker(engine: str, phase: str, args: argparse.Namespace, paths: dict[str, Path],
+                n_queries: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", engine, "--phase", phase,
+           "--corpus", str(paths["corpus"]), "--query-file", str(paths["queries"]),
+           "--index-dir", str(paths["indexes"] / engine), "--queries", str(n_queries)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    if proc.returncode != 0:
+        return {"engine": engine, "phase": phase, "error": proc.stderr.strip()[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _available(engine: str) -> str | None:
+    module = {"groundkit": "numpy", "bm25s": "bm25s", "bm25s-numba": "numba",
+              "rank-bm25": "rank_bm25", "tantivy": "tantivy"}[engine]
+    try:
+        __import__(module)
+    except ImportError:
+        return f"{module} is not installed"
+    return None
+
+
+COLUMNS = [
+    ("build_mb_s", "build MB/s", "{:.1f}"), ("peak_rss_mib", "build peak RSS MiB", "{:.0f}"),
+    ("peak_over_corpus_mib", "build peak - corpus MiB", "{:.0f}"),
+    ("disk_mib", "disk MiB", "{:.1f}"), ("rss_loaded_mib", "loaded RSS MiB", "{:.0f}"),
+    ("loaded_over_base_mib", "loaded - base MiB", "{:.0f}"),
+    ("rss_after_queries_mib", "RSS after queries MiB", "{:.0f}"),
+    ("load_s", "load s", "{:.2f}"), ("p50_ms", "p50 ms", "{:.4f}"), ("p99_ms", "p99 ms", "{:.4f}"),
+    ("mean_ms", "mean ms", "{:.4f}"), ("n_queries", "queries", "{}"),
+]
+
+
+def print_table(rows: dict[str, dict[str, Any]]) -> None:
+    engines = list(rows)
+    width = max(len(c[1]) for c in COLUMNS) + 2
+    print("".ljust(width) + "".join(e.rjust(14) for e in engines))
+    for key, label, fmt in COLUMNS:
+        cells = [fmt.format(rows[e][key]) if rows[e].get(key) is not None else "-"
+                 for e in engines]
+        print(label.ljust(width) + "".join(c.rjust(14) for c in cells))
+    ref = rows.get("bm25s", {})
+    print("\nratios vs bm25s default backend (>1 = groundkit better):")
+    for e in engines:
+        if e == "bm25s" or not ref:
+            continue
+        r = rows[e]
+        ratios = {
+            "query p50 speed-up": _ratio(ref.get("p50_ms"), r.get("p50_ms")),
+            "query p99 speed-up": _ratio(ref.get("p99_ms"), r.get("p99_ms")),
+            "build speed": _ratio(r.get("build_mb_s"), ref.get("build_mb_s")),
+            "disk smaller": _ratio(ref.get("disk_mib"), r.get("disk_mib")),
+            "loaded RSS smaller": _ratio(ref.get("rss_loaded_mib"), r.get("rss_loaded_mib")),
+        }
+        r["ratios_vs_bm25s"] = ratios
+        print(f"  {e:12s} " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items() if v))
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=100_000, help="passages (default 100000)")
+    parser.add_argument("--chunk-chars", type=int, default=1000, help="passage size")
+    parser.add_argument("--queries", dest="n_queries", type=int, default=1000)
+    parser.add_argument("--slow-queries", type=int, default=50,
+                        help="queries for rank-bm25, which scans every document per term")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".bench")
+    parser.add_argument("--out", type=Path, default=None, help="JSON (default .bench/bm25.json)")
+    parser.add_argument("--timeout", type=int, default=3600)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", help=argparse.SUPPRESS)
+    parser.add_argument("--index-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--query-file", dest="queries_path", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return 0
+    return orchestrate(args)
+
+
+def orchestrate(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    chunks = make_corpus(args.chunks, args.chunk_chars, args.cache)
+    queries = make_queries(chunks, args.n_queries, args.seed)
+    paths = {"corpus": args.cache / f"corpus-{args.chunks}-{args.chunk_chars}.txt",
+             "queries": args.cache / f"queries-{args.chunks}-{args.n_queries}-{args.seed}.json",
+             "indexes": args.cache / "indexes"}
+    paths["queries"].write_text(json.dumps(queries))
+    mb = sum(len(c.encode("utf-8")) for c in chunks) / 1e6
+    print(f"corpus: {len(chunks)} passages, {mb:.1f} MB ({time.perf_counter() - t0:.1f} s); "
+          f"{len(queries)} queries, seed {args.seed}", file=sys.stderr)
+    del chunks
+    rows: dict[str, dict[str, Any]] = {}
+    for engine in args.engines.split(","):
+        missing = _available(engine)
+        if missing:
+            rows[engine] = {"skipped": missing}
+            print(f"{engine}: skipped ({missing})", file=sys.stderr)
+            continue
+        n = args.slow_queries if engine == "rank-bm25" else args.n_queries
+        row: dict[str, Any] = {}
+        for phase in ("build", "query"):
+            part = _run_worker(engine, phase, args, paths, n)
+            if "error" in part:
+                print(f"{engine} {phase} failed:\n{part['error']}", file=sys.stderr)
+                part[f"{phase}_error"] = part.pop("error")
+            row.update(part)
+        rows[engine] = row
+        print(f"{engine}: done", file=sys.stderr)
+    shown = {e: r for e, r in rows.items() if "skipped" not in r}
+    print_table(shown)
+    report = {"corpus": {"passages": args.chunks, "chunk_chars": args.chunk_chars, "mb": mb,
+                         "queries": args.n_queries, "seed": args.seed},
+              "params": {"k1": K1, "b": B, "top_k": TOP_K}, "threads": 1,
+              "python": sys.version.split()[0], "engines": rows}
+    out = args.out or args.cache / "bm25.json"
+    out.write_text(json.dumps(report, indent=1, sort_keys=True))
+    print(f"\nwritten {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
