@@ -36,7 +36,7 @@ from .sources import encode_len
 # a window may end; the next window may start there too.
 _BOUNDARIES: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?:\r\n|\r|\n)(?=#{1,6} |={3,}|-{3,})"),  # before a heading / rule
-    re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)"),  # blank line
+    re.compile(r"\n[ \t]*\n|\r\n[ \t]*\r\n|\r[ \t]*\r"),  # blank line
     re.compile(r"[.!?。！？](?=\s)"),  # sentence end
     re.compile(r"\r\n|\r|\n"),  # line end
     re.compile(r"[ \t]+"),  # any space
@@ -76,27 +76,51 @@ class ChunkerConfig:
         return {"target": self.target, "overlap": self.overlap, "max_factor": self.max_factor}
 
 
+_PRECOMPUTED = 2  # headings and blank lines are rare: find them all once per document
+
+
 class _Boundaries:
-    """Sorted candidate positions per boundary class, for bisecting."""
+    """Boundary search, best class first.
+
+    The rare classes (headings, blank lines) are found once per document and
+    bisected; the frequent ones are searched only inside the window being cut,
+    so the cost follows the number of chunks rather than the number of spaces.
+    """
 
     def __init__(self, text: str) -> None:
-        self.classes = [sorted({m.end() for m in p.finditer(text)}) for p in _BOUNDARIES]
+        self.text = text
+        self.rare = [[m.end() for m in p.finditer(text)] for p in _BOUNDARIES[:_PRECOMPUTED]]
+
+    def _window(self, cls: int, lo: int, hi: int) -> list[int]:
+        if cls < _PRECOMPUTED:
+            positions = self.rare[cls]
+            return positions[bisect.bisect_left(positions, lo) : bisect.bisect_right(positions, hi)]
+        # Matches are short; starting a little before lo finds those ending at lo.
+        stop = min(len(self.text), hi + 8)
+        return [e for m in _BOUNDARIES[cls].finditer(self.text, max(0, lo - 4), stop)
+                if lo <= (e := m.end()) <= hi]
 
     def best_end(self, lo: int, hi: int, target: int) -> int | None:
-        for positions in self.classes:
-            i, j = bisect.bisect_left(positions, lo), bisect.bisect_right(positions, hi)
-            if i < j:
-                window = positions[i:j]
-                k = bisect.bisect_left(window, target)
-                near = window[max(0, k - 1) : k + 1]
-                return min(near, key=lambda p: (abs(p - target), p))
+        for cls in range(len(_BOUNDARIES)):
+            ends = self._window(cls, lo, hi)
+            if ends:
+                return min(ends, key=lambda p: (abs(p - target), p))
         return None
 
     def best_start(self, lo: int, hi: int) -> int | None:
-        for positions in self.classes:
-            i = bisect.bisect_left(positions, lo)
-            if i < len(positions) and positions[i] <= hi:
-                return positions[i]
+        for cls in range(len(_BOUNDARIES)):
+            if cls < _PRECOMPUTED:
+                ends = self._window(cls, lo, hi)
+                if ends:
+                    return ends[0]
+                continue
+            pos = max(0, lo - 4)
+            while (m := _BOUNDARIES[cls].search(self.text, pos, min(len(self.text), hi + 8))):
+                if m.end() > hi:
+                    break
+                if m.end() >= lo:
+                    return m.end()
+                pos = m.end() if m.end() > m.start() else m.start() + 1
         return None
 
 
@@ -151,16 +175,21 @@ def _next_start(
     return m.start()
 
 
+def _breaks(text: str, a: int, b: int) -> int:
+    """Line breaks (CRLF, CR or LF, each counted once) ending in ``(a, b]``."""
+    return text.count("\n", a, b) + text.count("\r", a, b) - text.count("\r\n", a, b + 1)
+
+
 def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> list[Chunk]:
     """Chunk ``document``; every chunk is validated against the document text."""
     text = document.text
-    line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
     chunks: list[Chunk] = []
-    cursor_cp, cursor_byte = 0, document.bom_len
+    cursor, cursor_byte, cursor_line = 0, document.bom_len, 1
     for start, end in spans(text, config):
-        # Byte offsets advance incrementally: starts are non-decreasing.
-        cursor_byte += encode_len(text[cursor_cp:start], document.encoding)
-        cursor_cp = start
+        # Starts never decrease, so byte offsets and line numbers advance incrementally.
+        cursor_byte += encode_len(text[cursor:start], document.encoding)
+        cursor_line += _breaks(text, cursor, start)
+        cursor = start
         piece = text[start:end]
         chunks.append(
             Chunk(
@@ -171,8 +200,8 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> l
                 end=end,
                 byte_start=cursor_byte,
                 byte_end=cursor_byte + encode_len(piece, document.encoding),
-                start_line=bisect.bisect_right(line_starts, start),
-                end_line=bisect.bisect_right(line_starts, end - 1),
+                start_line=cursor_line,
+                end_line=cursor_line + _breaks(text, start, end - 1),
                 text=piece,
                 span_sha256=sha256_text(piece),
                 document=text,

@@ -13,11 +13,14 @@ import datetime as _dt
 import fcntl
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import sqlite3
 import stat
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +29,7 @@ from typing import Any
 from . import store
 from .chunking import ChunkerConfig, make_chunks
 from .errors import GroundkitError, UsageError
-from .model import Document
+from .model import Chunk, Document
 from .sources import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
@@ -110,8 +113,10 @@ def _exclusive(directory: Path) -> Iterator[None]:
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "a+b") as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            # A POSIX record lock: unlike flock, it is not inherited by the worker
+            # processes, so a killed indexer's orphaned workers cannot keep it held.
+            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
             raise CollectionBusyError(
                 f"collection at {directory} is being indexed by another process; "
                 "wait for it to finish"
@@ -141,12 +146,16 @@ def index_collection(
     builders: Sequence[DerivedBuilder] = (),
     progress: Progress | None = None,
     skip_dirs: Sequence[Path] = (),
+    workers: int | None = None,
 ) -> IndexReport:
     """Index ``config.roots`` into the collection at ``directory``; publish atomically.
 
     ``skip_dirs`` (plus ``directory`` itself) are never indexed: pass the
     groundkit home so an index inside a root does not index itself.
+    ``workers`` processes decode and chunk changed files (default: one per
+    core); the result is identical whatever the number.
     """
+    workers = workers if workers is not None else (os.cpu_count() or 1)
     roots = tuple(str(Path(r).resolve()) for r in config.roots)
     for root in roots:
         if not Path(root).is_dir():
@@ -155,7 +164,7 @@ def index_collection(
         conn = store.connect(directory)
         try:
             return _run(name, directory, conn, config, roots, builders, progress,
-                        (directory, *skip_dirs))
+                        (directory, *skip_dirs), workers)
         finally:
             conn.close()
 
@@ -169,6 +178,7 @@ def _run(
     builders: Sequence[DerivedBuilder],
     progress: Progress | None,
     skip_dirs: tuple[Path, ...],
+    workers: int,
 ) -> IndexReport:
     _clear_unpublished(conn, directory)
     previous = store.current_generation(conn)
@@ -184,11 +194,12 @@ def _run(
     report = IndexReport(collection=name, generation=generation)
     reusable = _reusable(conn, previous, settings)
     candidates = _discover_all(roots, config, skip_dirs, report)
-    with store.transaction(conn):
-        for i, (label, cand) in enumerate(candidates):
+    with store.transaction(conn), _pool(workers) as pool:
+        jobs = _read_all(candidates, config, reusable, report)
+        for i, done in enumerate(_ordered(pool, jobs, name, config.chunker)):
             if progress:
-                progress(i, len(candidates), cand.relpath)
-            _index_file(conn, name, generation, label, cand, config, reusable, report)
+                progress(i, len(candidates), done.job.relpath)
+            _store_file(conn, generation, done, reusable, report)
         seen = {label + c.relpath for label, c in candidates}
         report.removed = sum(1 for doc_id in reusable if doc_id not in seen)
         conn.executemany(
@@ -241,50 +252,129 @@ def _discover_all(
     return found
 
 
-def _index_file(
-    conn: sqlite3.Connection,
-    name: str,
-    generation: int,
-    label: str,
-    cand: Candidate,
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One readable file: its bytes, hash, and whether its old chunks can be carried."""
+
+    doc_id: str
+    root: str
+    relpath: str
+    mtime_ns: int
+    data: bytes
+    sha256: str
+    carry: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    job: _Job
+    encoding: str = ""
+    bom_len: int = 0
+    rows: tuple[Chunk, ...] = ()
+    error: str | None = None
+
+
+def _read_all(
+    candidates: list[tuple[str, Candidate]],
     config: IndexConfig,
     reusable: dict[str, tuple[str, int]],
     report: IndexReport,
-) -> None:
-    doc_id = label + cand.relpath
-    path = cand.root / cand.relpath
+) -> Iterator[_Job]:
+    """Read and hash each file; unreadable ones are reported as skipped."""
+    for label, cand in candidates:
+        doc_id = label + cand.relpath
+        try:
+            data = _read_regular(cand.root / cand.relpath, config.max_bytes)
+        except OSError as exc:
+            report.skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
+            continue
+        report.bytes_read += len(data)
+        sha = hashlib.sha256(data).hexdigest()
+        old = reusable.get(doc_id)
+        yield _Job(doc_id, str(cand.root), cand.relpath, cand.mtime_ns, data, sha,
+                   carry=old is not None and old[0] == sha)
+
+
+def _prepare(job: _Job, name: str, chunker: ChunkerConfig) -> _Done:
+    """Decode and chunk one changed file. Runs in a worker process."""
+    if job.carry:
+        return _Done(job)
     try:
-        data = _read_regular(path, config.max_bytes)
-    except OSError as exc:
-        report.skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
-        return
-    report.bytes_read += len(data)
-    sha = hashlib.sha256(data).hexdigest()
-    old = reusable.get(doc_id)
-    try:
-        decoded = decode_bytes(data)
+        decoded = decode_bytes(job.data)
     except DecodeError as exc:
-        report.skipped.append(Skipped(doc_id, str(exc)))
+        return _Done(job, error=str(exc))
+    document = Document(
+        doc_id=job.doc_id, root=job.root, relpath=job.relpath, sha256=job.sha256,
+        size=len(job.data), encoding=decoded.encoding, bom_len=decoded.bom_len,
+        text=decoded.text,
+    )
+    chunks = tuple(make_chunks(name, document, chunker))
+    return _Done(job, decoded.encoding, decoded.bom_len, chunks)
+
+
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    if workers <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield pool
+
+
+def _ordered(
+    pool: ProcessPoolExecutor | None, jobs: Iterator[_Job], name: str, chunker: ChunkerConfig
+) -> Iterator[_Done]:
+    """``_prepare`` over ``jobs`` in order, with a bounded window of work in flight."""
+    if pool is None:
+        for job in jobs:
+            yield _prepare(job, name, chunker)
+        return
+    window: deque[Future[_Done]] = deque()
+    for job in jobs:
+        if job.carry:
+            carried: Future[_Done] = Future()
+            carried.set_result(_Done(job))
+            window.append(carried)
+        else:
+            window.append(pool.submit(_prepare, job, name, chunker))
+        if len(window) >= 32:
+            yield window.popleft().result()
+    while window:
+        yield window.popleft().result()
+
+
+def _store_file(
+    conn: sqlite3.Connection,
+    generation: int,
+    done: _Done,
+    reusable: dict[str, tuple[str, int]],
+    report: IndexReport,
+) -> None:
+    job = done.job
+    if done.error is not None:
+        report.skipped.append(Skipped(job.doc_id, done.error))
+        return
+    if job.carry:
+        # Same bytes as before: same encoding, same BOM, same chunks.
+        source = reusable[job.doc_id][1]
+        conn.execute(
+            "INSERT INTO documents SELECT ?, doc_id, ?, ?, sha256, size, ?, encoding, bom_len "
+            "FROM documents WHERE generation = ? AND doc_id = ?",
+            (generation, job.root, job.relpath, job.mtime_ns, source, job.doc_id),
+        )
+        report.unchanged += 1
+        report.chunks += store.carry_document(conn, source, generation, job.doc_id)
         return
     conn.execute(
         "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (generation, doc_id, str(cand.root), cand.relpath, sha, len(data), cand.mtime_ns,
-         decoded.encoding, decoded.bom_len),
+        (generation, job.doc_id, job.root, job.relpath, job.sha256, len(job.data),
+         job.mtime_ns, done.encoding, done.bom_len),
     )
-    if old is not None and old[0] == sha:
-        report.unchanged += 1
-        report.chunks += store.carry_document(conn, old[1], generation, doc_id)
-        return
-    if old is None:
-        report.added += 1
-    else:
+    if job.doc_id in reusable:
         report.changed += 1
-    document = Document(
-        doc_id=doc_id, root=str(cand.root), relpath=cand.relpath, sha256=sha, size=len(data),
-        encoding=decoded.encoding, bom_len=decoded.bom_len, text=decoded.text,
-    )
-    chunks = make_chunks(name, document, config.chunker)
-    report.chunks += store.insert_chunks(conn, generation, str(cand.root), cand.relpath, chunks)
+    else:
+        report.added += 1
+    report.chunks += store.insert_chunks(conn, generation, job.root, job.relpath, done.rows)
 
 
 def _read_regular(path: Path, max_bytes: int) -> bytes:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,24 +179,21 @@ def iter_generation_chunks(conn: sqlite3.Connection, generation: int) -> Iterato
 
 
 def insert_chunks(
-    conn: sqlite3.Connection, generation: int, root: str, relpath: str, chunks: Iterable[Chunk]
+    conn: sqlite3.Connection, generation: int, root: str, relpath: str, chunks: Sequence[Chunk]
 ) -> int:
     """Store chunk rows (idempotently) and make them members of ``generation``."""
-    count = 0
-    for c in chunks:
-        conn.execute(
-            f"INSERT OR IGNORE INTO chunks ({_CHUNK_COLUMNS}, root, relpath) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
-             c.start_line, c.end_line, c.text, c.span_sha256, root, relpath),
-        )
-        conn.execute(
-            "INSERT OR IGNORE INTO generation_chunks (generation, chunk_rowid, doc_id, start) "
-            "SELECT ?, rowid, doc_id, start FROM chunks WHERE chunk_id = ?",
-            (generation, c.chunk_id),
-        )
-        count += 1
-    return count
+    conn.executemany(
+        f"INSERT OR IGNORE INTO chunks ({_CHUNK_COLUMNS}, root, relpath) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
+          c.start_line, c.end_line, c.text, c.span_sha256, root, relpath) for c in chunks],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO generation_chunks (generation, chunk_rowid, doc_id, start) "
+        "SELECT ?, rowid, doc_id, start FROM chunks WHERE chunk_id = ?",
+        [(generation, c.chunk_id) for c in chunks],
+    )
+    return len(chunks)
 
 
 def carry_document(conn: sqlite3.Connection, source: int, target: int, doc_id: str) -> int:

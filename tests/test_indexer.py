@@ -13,7 +13,7 @@ from conftest import TreeMaker
 from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.errors import CollectionNotFoundError, UsageError
-from groundkit.indexer import CollectionBusyError, _exclusive
+from groundkit.indexer import CollectionBusyError
 from groundkit.model import Status
 
 
@@ -80,9 +80,22 @@ def test_a_second_indexer_on_the_same_collection_is_refused(
     make_tree: TreeMaker, home: Path,
 ) -> None:
     root = make_tree({"a.md": "x"})
-    directory = home / "collections" / "k"
-    with _exclusive(directory), pytest.raises(CollectionBusyError, match="another process"):
-        index("k", config(root), home=home)
+    holder = ("import sys; from pathlib import Path; from groundkit.indexer import _exclusive\n"
+              "with _exclusive(Path(sys.argv[1])):\n    print('locked', flush=True)\n"
+              "    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(home / "collections" / "k")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        with pytest.raises(CollectionBusyError, match="another process"):
+            index("k", config(root), home=home)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+        proc.stdout.close()
+    assert index("k", config(root), home=home).added == 1
 
 
 KILLABLE = textwrap.dedent("""
@@ -140,3 +153,19 @@ def test_a_killed_reindex_leaves_the_previous_generation_whole(
         f"gen-{first.generation}", f"gen-{report.generation}"]
     with Collection.open("k", home) as coll:
         assert coll.check() == [] and coll.generation == report.generation
+
+
+def test_the_number_of_worker_processes_does_not_change_the_result(
+    make_tree: TreeMaker, tmp_path: Path,
+) -> None:
+    from groundkit.collection import collection_dir
+    from groundkit.indexer import index_collection
+
+    root = make_tree({f"d{i:02}.md": paragraph(i) * (1 + i % 5) for i in range(40)})
+    results = []
+    for workers in (1, 2):
+        home = tmp_path / f"home{workers}"
+        index_collection("k", collection_dir("k", home), config(root), workers=workers)
+        with Collection.open("k", home) as coll:
+            results.append(coll.chunks())
+    assert results[0] == results[1] and len(results[0]) > 40
