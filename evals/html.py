@@ -1,0 +1,450 @@
+"""Render a report JSON to one self-contained HTML page that works offline.
+
+No network at view time: inline CSS, inline SVG plots drawn here, and a few
+lines of vanilla JavaScript for the drill-down filter. A Content-Security-Policy
+forbids every external load and allows only this module's own style and script
+(by hash), so even text that escaped escaping could not run. All report text is
+untrusted (it comes from the user's documents) and is escaped everywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import sys
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from evals.report import ReportError, load_json
+
+Report = Mapping[str, Any]
+
+CSS = """
+:root{--fg:#1d232b;--muted:#5b6672;--line:#d9dee4;--soft:#f4f6f8;--good:#1a7f37;--bad:#c62828;
+--neutral:#6b7785;--mark:#ffe27a}
+*{box-sizing:border-box}
+body{margin:0;color:var(--fg);background:#fff;
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif}
+main{max-width:1240px;margin:0 auto;padding:20px 24px 48px}
+h1{font-size:22px;margin:0 0 8px}h3{font-size:15px;margin:16px 0 6px}
+h4{font-size:14px;margin:14px 0 4px}
+h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0;color:var(--muted)}
+.facts dt{font-weight:600}.facts dd{margin:0}.note,.desc,.p{color:var(--muted)}
+.desc{font-size:12px;font-weight:400}.scroll{overflow-x:auto}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+thead th{background:var(--soft);font-weight:600}
+#summary td span{display:block;white-space:nowrap;font-variant-numeric:tabular-nums}
+.mean{font-size:15px}.delta,.p{font-size:12px}
+.better{color:var(--good)}.worse{color:var(--bad)}.unclear{color:var(--neutral)}
+.tag{font-size:11px;background:var(--soft);border:1px solid var(--line);border-radius:3px;
+padding:0 4px;font-weight:400}
+.forest{display:flex;flex-wrap:wrap;gap:4px 24px}
+svg.plot text{font-size:12px;fill:var(--fg)}svg.plot .title{font-weight:600;text-anchor:middle}
+svg.plot .tick{fill:var(--muted);text-anchor:middle;font-size:11px}svg.plot .label{text-anchor:end}
+svg.plot .zero{stroke:#9aa4ae;stroke-dasharray:3 3}svg.plot .ci{stroke-width:2.5}
+svg.plot .better line,svg.plot .better circle{stroke:var(--good);fill:var(--good)}
+svg.plot .worse line,svg.plot .worse circle{stroke:var(--bad);fill:var(--bad)}
+svg.plot .unclear line,svg.plot .unclear circle{stroke:var(--neutral);fill:var(--neutral)}
+.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0 12px}
+.filters input[type=search]{min-width:280px;padding:4px 6px}#filter-count{color:var(--muted)}
+details.question{border:1px solid var(--line);border-radius:4px;margin:6px 0}
+details.question>summary{cursor:pointer;padding:6px 10px;background:var(--soft)}
+details.question .body{padding:2px 12px 10px}
+.kind{font-size:11px;text-transform:uppercase;color:var(--muted);margin:0 4px}
+.badges{float:right}.badge{font-size:11px;border:1px solid var(--line);border-radius:3px;
+padding:0 4px;margin-left:4px;background:#fff;font-variant-numeric:tabular-nums}
+.gold{margin:4px 0;padding-left:20px}.where{color:var(--muted);font-size:12px}
+table.hits{width:100%}.hits td.text{white-space:pre-wrap;width:60%;font-size:12.5px}
+mark{background:var(--mark)}
+tr.rel1>td:first-child,tr.rel2>td:first-child{box-shadow:inset 3px 0 var(--good)}
+.verdict.verified{color:var(--good)}.verdict.drifted{color:#b26a00}
+.verdict.unresolvable{color:var(--bad)}.verdict.unchecked,.abstained{color:var(--muted)}
+[hidden]{display:none!important}
+"""
+
+SCRIPT = """
+(function () {
+  "use strict";
+  var text = document.getElementById("filter-text");
+  var kind = document.getElementById("filter-kind");
+  var differs = document.getElementById("filter-differs");
+  var count = document.getElementById("filter-count");
+  var items = Array.prototype.slice.call(document.querySelectorAll("details.question"));
+  function apply() {
+    var needle = text.value.trim().toLowerCase();
+    var shown = 0;
+    items.forEach(function (el) {
+      var ok = (!needle || el.dataset.search.indexOf(needle) !== -1) &&
+        (!kind.value || el.dataset.kind === kind.value) &&
+        (!differs.checked || el.dataset.differs === "1");
+      el.hidden = !ok;
+      if (ok) { shown += 1; }
+    });
+    count.textContent = shown + " of " + items.length + " questions";
+  }
+  function setAll(open) {
+    items.forEach(function (el) { if (!el.hidden) { el.open = open; } });
+  }
+  var hash = "";
+  try { hash = decodeURIComponent(window.location.hash.slice(1)); } catch (e) { hash = ""; }
+  if (hash.indexOf("q=") === 0) { text.value = hash.slice(2); }
+  text.addEventListener("input", apply);
+  kind.addEventListener("change", apply);
+  differs.addEventListener("change", apply);
+  document.getElementById("expand-all").addEventListener("click", function () { setAll(true); });
+  document.getElementById("collapse-all").addEventListener("click", function () { setAll(false); });
+  apply();
+})();
+"""
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _csp_hash(source: str) -> str:
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def render(report: Report) -> str:
+    """The whole page as a string."""
+    policy = (
+        f"default-src 'none'; style-src {_csp_hash(CSS)}; script-src {_csp_hash(SCRIPT)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    body = "\n".join(
+        [
+            _header(report),
+            _summary(report),
+            _forest_section(report),
+            _abstention(report),
+            _breakdowns(report),
+            _drilldown(report),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(policy)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>groundkit evaluation — golden {_e(report['golden']['version'])}</title>\n"
+        f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
+        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+def write_html(report: Report, path: str | Path) -> Path:
+    """Render ``report`` to ``path`` (UTF-8); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render(report), encoding="utf-8", newline="\n")
+    return target
+
+
+# --- formatting ---------------------------------------------------------------
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}".replace("-", "−")
+
+
+def _p(value: float) -> str:
+    return "&lt;0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _verdict_class(c: Mapping[str, Any]) -> str:
+    """better/worse only when the interval excludes 0 and Holm's p <= 1 - confidence."""
+    if c["p_holm"] > 1.0 - c["confidence"]:
+        return "unclear"
+    if c["ci_low"] > 0:
+        return "better"
+    if c["ci_high"] < 0:
+        return "worse"
+    return "unclear"
+
+
+def _comparison_index(report: Report) -> dict[tuple[str, str], Mapping[str, Any]]:
+    return {(c["stage"], c["measure"]): c for c in report["comparisons"]}
+
+
+def _primary_measure(report: Report) -> str:
+    measures: list[str] = report["measures"]
+    return "nDCG@10" if "nDCG@10" in measures else measures[0]
+
+
+# --- sections -----------------------------------------------------------------
+
+
+def _header(report: Report) -> str:
+    run, golden, kit, stats = (
+        report["run"],
+        report["golden"],
+        report["groundkit"],
+        report["statistics"],
+    )
+    facts = [
+        ("golden", f"{golden['version']} · manifest {golden['manifest_sha256'][:16]}"),
+        ("groundkit", f"{kit['version']} · {kit['git_commit'] or 'unknown commit'}"),
+        ("run", f"{run.get('created_at', '?')} on {run.get('host', '?')}"),
+        ("baseline", report["baseline"]),
+        (
+            "statistics",
+            f"{stats['confidence']:.0%} percentile bootstrap ({stats['resamples']:,} resamples), "
+            f"paired randomisation ({stats['permutations']:,}), Holm across "
+            f"{len(report['comparisons'])} comparisons, seed {report['seed']}",
+        ),
+    ]
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
+    return f'<header><h1>groundkit evaluation report</h1><dl class="facts">{items}</dl></header>'
+
+
+def _summary(report: Report) -> str:
+    measures: list[str] = report["measures"]
+    index = _comparison_index(report)
+    head = "".join(f'<th scope="col">{_e(m)}</th>' for m in measures)
+    rows = []
+    for stage in report["stages"]:
+        name = stage["name"]
+        cells = []
+        for m in measures:
+            cell = f'<span class="mean">{_num(stage["metrics"][m])}</span>'
+            c = index.get((name, m))
+            if c is not None:
+                cell += (
+                    f'<span class="delta {_verdict_class(c)}">{_signed(c["delta"])} '
+                    f"[{_signed(c['ci_low'])}, {_signed(c['ci_high'])}]</span>"
+                    f'<span class="p">p<sub>Holm</sub> {_p(c["p_holm"])}</span>'
+                )
+            cells.append(f"<td>{cell}</td>")
+        tag = ' <span class="tag">baseline</span>' if name == report["baseline"] else ""
+        rows.append(
+            f'<tr><th scope="row">{_e(name)}{tag}<div class="desc">{_e(stage["description"])}'
+            f'</div></th><td class="n">{stage["judged"]}</td>{"".join(cells)}</tr>'
+        )
+    return (
+        '<section><h2>Summary</h2><p class="note">Mean over every judged question (no result '
+        "counts as 0). Under each mean: the difference from the baseline with its "
+        f"{report['statistics']['confidence']:.0%} bootstrap interval, and the Holm-adjusted "
+        'p-value.</p><div class="scroll"><table id="summary"><thead><tr><th scope="col">'
+        f'stage</th><th scope="col">n</th>{head}</tr></thead><tbody>{"".join(rows)}'
+        "</tbody></table></div></section>"
+    )
+
+
+def _forest_section(report: Report) -> str:
+    if not report["comparisons"]:
+        return (
+            "<section><h2>Differences from the baseline</h2><p>Only the baseline ran.</p></section>"
+        )
+    plots = "".join(
+        _forest_plot(m, [c for c in report["comparisons"] if c["measure"] == m])
+        for m in report["measures"]
+    )
+    return (
+        '<section><h2>Differences from the baseline</h2><p class="note">Each dot is a mean '
+        "difference from the baseline; the bar its bootstrap interval. Green (red): the "
+        "interval lies above (below) 0 and the Holm-adjusted p-value is at most "
+        f"{1 - report['statistics']['confidence']:.2g}; grey: no clear difference.</p>"
+        f'<div class="forest">{plots}</div></section>'
+    )
+
+
+def _forest_plot(measure: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    left, width, right, row_h, top = 100, 260, 170, 26, 28
+    extent = [abs(float(r[k])) for r in rows for k in ("ci_low", "ci_high", "delta")]
+    limit = 1.1 * max([0.01, *extent])
+    height = top + row_h * len(rows) + 22
+
+    def x(v: float) -> float:
+        return round(left + (v + limit) / (2 * limit) * width, 2)
+
+    parts = [
+        f'<text x="{left + width / 2}" y="16" class="title">{_e(measure)}</text>',
+        f'<line x1="{x(0)}" y1="{top - 6}" x2="{x(0)}" y2="{height - 18}" class="zero"/>',
+    ]
+    for tick in (-limit, 0.0, limit):
+        label = _signed(tick) if tick else "0"
+        parts.append(f'<text x="{x(tick)}" y="{height - 4}" class="tick">{label}</text>')
+    for i, r in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        cls = _verdict_class(r)
+        interval = f"{_signed(r['delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]"
+        parts.append(
+            f'<g class="{cls}"><title>{_e(r["stage"])} − {_e(r["baseline"])}, {_e(measure)}: '
+            f"{interval}</title>"
+            f'<text x="{left - 8}" y="{y + 4}" class="label">{_e(r["stage"])}</text>'
+            f'<line x1="{x(r["ci_low"])}" y1="{y}" x2="{x(r["ci_high"])}" y2="{y}" '
+            f'class="ci"/><circle cx="{x(r["delta"])}" cy="{y}" r="4.5"/>'
+            f'<text x="{left + width + 10}" y="{y + 4}" class="value">{interval}</text></g>'
+        )
+    total = left + width + right
+    return (
+        f'<svg class="plot" viewBox="0 0 {total} {height}" width="{total}" height="{height}" '
+        f'role="img" aria-label="{_e(measure)} differences from the baseline" '
+        f'xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
+    )
+
+
+def _abstention(report: Report) -> str:
+    rows = []
+    for stage in report["stages"]:
+        a = stage["abstention"]
+        rows.append(
+            f'<tr><th scope="row">{_e(stage["name"])}</th>'
+            f"<td>{a['no_answer_abstained']} / {a['no_answer_total']}</td>"
+            f"<td>{a['answerable_abstained']} / {a['answerable_total']}</td></tr>"
+        )
+    return (
+        '<section><h2>Abstention</h2><p class="note">A stage abstains when it returns nothing. '
+        "Abstaining on a no-answer question is right; on an answerable one, a miss. Not part "
+        'of the differences above.</p><table id="abstention"><thead><tr><th scope="col">'
+        'stage</th><th scope="col">no-answer abstained</th><th scope="col">answerable '
+        f"abstained</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _breakdowns(report: Report) -> str:
+    measures: list[str] = report["measures"]
+    head = "".join(f'<th scope="col">{_e(m)}</th>' for m in measures)
+    tables = []
+    for axis in ("kind", "trait"):
+        rows = []
+        for group in sorted(report["breakdowns"][axis]):
+            entry = report["breakdowns"][axis][group]
+            for i, stage in enumerate(s["name"] for s in report["stages"]):
+                lead = (
+                    f'<th scope="row" rowspan="{len(report["stages"])}">{_e(group)}'
+                    f'<div class="desc">n = {entry["n"]}</div></th>'
+                    if i == 0
+                    else ""
+                )
+                values = "".join(f"<td>{_num(entry['stages'][stage][m])}</td>" for m in measures)
+                rows.append(f"<tr>{lead}<td>{_e(stage)}</td>{values}</tr>")
+        tables.append(
+            f'<h3>By {axis}</h3><div class="scroll"><table class="breakdown"><thead><tr>'
+            f'<th scope="col">{axis}</th><th scope="col">stage</th>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+        )
+    return f"<section><h2>Breakdowns</h2>{''.join(tables)}</section>"
+
+
+def _drilldown(report: Report) -> str:
+    kinds = sorted({q["kind"] for q in report["questions"]})
+    options = "".join(f'<option value="{_e(k)}">{_e(k)}</option>' for k in kinds)
+    primary = _primary_measure(report)
+    items = "".join(_question(report, q, primary) for q in report["questions"])
+    return (
+        '<section><h2>Questions</h2><div class="filters">'
+        '<input id="filter-text" type="search" placeholder="filter by id, text or trait" '
+        'aria-label="filter questions">'
+        f'<select id="filter-kind" aria-label="kind"><option value="">every kind</option>'
+        f'{options}</select><label><input id="filter-differs" type="checkbox"> only where a '
+        f"stage differs from the baseline on {_e(primary)}</label>"
+        '<button id="expand-all" type="button">expand</button>'
+        '<button id="collapse-all" type="button">collapse</button>'
+        '<span id="filter-count"></span></div>'
+        f'<div id="questions">{items}</div></section>'
+    )
+
+
+def _outcome(entry: Mapping[str, Any], primary: str) -> str:
+    """A judged question's score on the primary measure, else whether it abstained."""
+    if primary in entry["scores"]:
+        return _num(entry["scores"][primary])
+    return "abstained" if entry["abstained"] else f"{entry['retrieved']} hits"
+
+
+def _question(report: Report, q: Mapping[str, Any], primary: str) -> str:
+    baseline = report["baseline"]
+    stages = [s["name"] for s in report["stages"]]
+    outcome = {s: _outcome(q["stages"][s], primary) for s in stages}
+    differs = any(outcome[s] != outcome[baseline] for s in stages)
+    badges = "".join(f'<span class="badge">{_e(s)} {outcome[s]}</span>' for s in stages)
+    search = " ".join([q["query_id"], q["text"], *q["traits"]]).lower()
+    gold = (
+        "".join(
+            f'<li><span class="where">{_e(g["doc_id"])} [{g["start"]}, {g["end"]})</span> '
+            f"<q>{_e(g['quote'])}</q></li>"
+            for g in q["gold"]
+        )
+        or "<li>none: the corpus cannot answer this question</li>"
+    )
+    per_stage = "".join(_question_stage(name, q["stages"][name], q["gold"]) for name in stages)
+    return (
+        f'<details class="question" id="q-{_e(q["query_id"])}" data-kind="{_e(q["kind"])}" '
+        f'data-differs="{int(differs)}" data-search="{_e(search)}"><summary>'
+        f'<code>{_e(q["query_id"])}</code> <span class="kind">{_e(q["kind"])}</span> '
+        f'{_e(q["text"])} <span class="badges">{badges}</span></summary>'
+        f'<div class="body"><p class="traits">traits: {_e(", ".join(q["traits"]) or "none")}'
+        f'</p><h4>Gold</h4><ul class="gold">{gold}</ul>{per_stage}</div></details>'
+    )
+
+
+def _question_stage(name: str, entry: Mapping[str, Any], gold: Sequence[Mapping[str, Any]]) -> str:
+    scores = " · ".join(f"{_e(m)} {_num(v)}" for m, v in entry["scores"].items())
+    if entry["abstained"]:
+        return f'<h4>{_e(name)}</h4><p class="abstained">abstained (returned nothing)</p>'
+    rows = "".join(
+        f'<tr class="rel{min(h["relevance"], 2)}"><td>{h["rank"]}</td>'
+        f'<td><code>{_e(h["chunk_id"])}</code><div class="desc">{_e(h["doc_id"])} '
+        f"[{h['start']}, {h['end']})</div></td><td>{h['score']:.4g}</td><td>{h['relevance']}</td>"
+        f'<td class="verdict {_e(h["verdict"] or "unchecked")}">{_e(h["verdict"] or "unchecked")}'
+        f'</td><td class="text">{highlight(h, gold)}</td></tr>'
+        for h in entry["hits"]
+    )
+    shown = f"top {len(entry['hits'])} of {entry['retrieved']}"
+    return (
+        f'<h4>{_e(name)} <span class="desc">{shown}{" · " + scores if scores else ""}</span></h4>'
+        '<table class="hits"><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>rel</th>'
+        "<th>verdict</th><th>text (gold overlap marked)</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def highlight(hit: Mapping[str, Any], gold: Sequence[Mapping[str, Any]]) -> str:
+    """The hit's text, escaped, with its overlap with any gold span in ``<mark>``."""
+    text: str = hit["text"]
+    spans = sorted(
+        (max(g["start"], hit["start"]) - hit["start"], min(g["end"], hit["end"]) - hit["start"])
+        for g in gold
+        if g["doc_id"] == hit["doc_id"] and g["start"] < hit["end"] and hit["start"] < g["end"]
+    )
+    merged: list[list[int]] = []
+    for start, end in spans:
+        start, end = max(0, start), min(len(text), end)
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        elif start < end:
+            merged.append([start, end])
+    out, cursor = [], 0
+    for start, end in merged:
+        out.append(_e(text[cursor:start]) + "<mark>" + _e(text[start:end]) + "</mark>")
+        cursor = end
+    out.append(_e(text[cursor:]))
+    return "".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m evals.html REPORT.json OUT.html``: render a saved report."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print("usage: python -m evals.html REPORT.json OUT.html", file=sys.stderr)
+        return 2
+    try:
+        write_html(load_json(args[0]), args[1])
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

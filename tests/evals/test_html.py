@@ -1,0 +1,252 @@
+"""The HTML rendering: escaped, offline, highlighted, and rendered by a real browser."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from evals import report as rp
+from evals.html import highlight, main, render, write_html
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "reports" / "artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
+
+LOGS, LEAVE = "ops/logging.md", "hr/<leave>.md"
+DOCS = {
+    LOGS: (
+        "# Logging\n\nDeployment logs are kept for 30 days, then deleted by the nightly job. "
+        "Audit logs are kept for seven years & archived to cold storage.\n"
+    ),
+    LEAVE: (
+        f"Parental leave is 16 weeks at full pay. {HOSTILE} Requests go to the people team "
+        "at least 8 weeks ahead.\n"
+    ),
+}
+Q = rp.Question
+
+
+def gold(doc_id: str, quote: str) -> tuple[rp.GoldAnswer]:
+    start = DOCS[doc_id].index(quote)
+    return (rp.GoldAnswer(doc_id=doc_id, quote=quote, start=start, end=start + len(quote)),)
+
+
+QUESTIONS = [
+    Q(query_id="q01", text="How long do we keep deployment logs?", kind="answerable",
+      traits=("lexical",), gold=gold(LOGS, "kept for 30 days")),
+    Q(query_id="q02", text="What happens to audit records?", kind="answerable",
+      traits=("paraphrase",), gold=gold(LOGS, "archived to cold storage")),
+    Q(query_id="q03", text="How much parental leave is there?", kind="answerable",
+      traits=("lexical",), gold=gold(LEAVE, "16 weeks at full pay")),
+    Q(query_id="q04", text=f"Leave notice? {HOSTILE}", kind="ambiguous",
+      traits=("paraphrase", "hostile"), gold=gold(LEAVE, "at least 8 weeks ahead")),
+    Q(query_id="q05", text="Who approves the budget?", kind="no-answer"),
+    Q(query_id="q06", text="What's the office wifi password?", kind="no-answer",
+      traits=("hostile",)),
+]  # fmt: skip
+CHUNKS = [(d, s, min(s + 60, len(DOCS[d]))) for d in DOCS for s in range(0, len(DOCS[d]), 30)]
+RANKINGS = {
+    "bm25": {"q01": [0, 2, 1], "q02": [2, 1], "q03": [5, 7], "q04": [], "q05": []},
+    "dense": {"q01": [2, 1, 0], "q02": [3, 4], "q03": [7, 6], "q04": [9], "q05": [6], "q06": [1]},
+    "hybrid": {"q01": [1, 0], "q02": [4, 3, 2], "q03": [6, 5], "q04": [8, 9], "q06": [2]},
+}
+VERDICTS = ["verified", "verified", "drifted", None, "unresolvable"]
+
+
+def qrels() -> dict[str, dict[str, int]]:
+    judged = {}
+    for q in QUESTIONS:
+        for g in q.gold:
+            judged[q.query_id] = {
+                f"c:{i}": 1
+                for i, (doc_id, start, end) in enumerate(CHUNKS)
+                if doc_id == g.doc_id and start < g.end and g.start < end
+            }
+    return judged
+
+
+def hits(ranked: list[int]) -> list[rp.HitRecord]:
+    return [
+        rp.HitRecord(
+            rank=rank, chunk_id=f"c:{i}", doc_id=CHUNKS[i][0], start=CHUNKS[i][1],
+            end=CHUNKS[i][2], score=10.0 / rank, text=DOCS[CHUNKS[i][0]][CHUNKS[i][1]:CHUNKS[i][2]],
+            verdict=VERDICTS[(i + rank) % len(VERDICTS)],
+        )
+        for rank, i in enumerate(ranked, start=1)
+    ]  # fmt: skip
+
+
+def sample_report() -> dict:
+    stages = [
+        rp.StageResult(
+            name=name, description=f"{name} <retrieval> & friends",
+            config={"mode": name, "note": HOSTILE},
+            hits={q: hits(ranked) for q, ranked in by_q.items()},
+        )
+        for name, by_q in RANKINGS.items()
+    ]  # fmt: skip
+    provenance = rp.Provenance(
+        golden_version="v1", golden_manifest_sha256="0123456789abcdef" * 4,
+        groundkit_version="0.1.0", git_commit="f" * 40, python="3.11.9", libraries={},
+    )  # fmt: skip
+    return rp.build_report(
+        questions=QUESTIONS, qrels=qrels(), stages=stages, baseline="bm25",
+        provenance=provenance, config={"chunk_size": 60},
+        settings=rp.Settings(resamples=1_000, permutations=1_000),
+        run={"created_at": "2030-01-01T00:00:00+00:00", "host": f"host {HOSTILE}"},
+    )  # fmt: skip
+
+
+def test_the_page_has_the_summary_plots_abstention_breakdowns_and_every_question():
+    page = render(sample_report())
+
+    assert '<table id="summary">' in page
+    assert page.count('<svg class="plot"') == 6
+    assert '<table id="abstention">' in page
+    assert "<h3>By kind</h3>" in page and "<h3>By trait</h3>" in page
+    assert page.count('<details class="question"') == len(QUESTIONS)
+
+
+class TagCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def parsed_tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
+    collector = TagCollector()
+    collector.feed(page)
+    return collector.tags
+
+
+def test_all_document_and_question_text_is_escaped():
+    page = render(sample_report())
+    tags = parsed_tags(page)
+
+    assert [t for t, _ in tags].count("script") == 1  # the page's own
+    assert "img" not in {t for t, _ in tags}
+    assert not any(name.startswith("on") for _, attrs in tags for name in attrs)
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in page
+    assert "hr/&lt;leave&gt;.md" in page
+
+
+def test_the_page_loads_nothing_from_anywhere_else():
+    page = render(sample_report())
+    tags = parsed_tags(page)
+
+    loading = {"src", "href", "srcset", "action", "formaction", "poster", "data"}
+    assert not [(t, a) for t, attrs in tags for a in attrs if a in loading]
+    assert not {"link", "img", "iframe", "object", "embed", "video", "audio"} & {t for t, _ in tags}
+    assert "url(" not in page and "@import" not in page
+    (policy,) = [a["content"] for t, a in tags if a.get("http-equiv") == "Content-Security-Policy"]
+    assert "default-src 'none'" in policy
+
+
+def test_the_overlap_with_the_gold_span_is_marked_and_the_rest_escaped():
+    hit = {"doc_id": "d", "start": 10, "end": 30, "text": "0123<5678>0123456789"}
+    gold = [
+        {"doc_id": "d", "start": 5, "end": 13},
+        {"doc_id": "d", "start": 12, "end": 16},
+        {"doc_id": "other", "start": 10, "end": 30},
+        {"doc_id": "d", "start": 28, "end": 40},
+    ]
+
+    marked = highlight(hit, gold)
+
+    assert marked == "<mark>0123&lt;5</mark>678&gt;01234567<mark>89</mark>"
+
+
+def test_a_hit_that_misses_the_gold_span_has_no_mark():
+    hit = {"doc_id": "d", "start": 0, "end": 4, "text": "a<b>"}
+
+    assert highlight(hit, [{"doc_id": "d", "start": 4, "end": 9}]) == "a&lt;b&gt;"
+
+
+def test_the_command_renders_a_saved_report_and_rejects_an_invalid_one(tmp_path, capsys):
+    saved = rp.write_json(sample_report(), tmp_path / "r.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}", encoding="utf-8")
+
+    assert main([str(saved), str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main([str(broken), str(tmp_path / "x.html")]) == 1
+    assert "schema" in capsys.readouterr().err
+    assert main([]) == 2
+
+
+# --- a real headless browser --------------------------------------------------
+
+
+def require_browser() -> str:
+    if CHROMIUM is None:
+        message = "chromium is not installed (apt-get install chromium)"
+        if os.environ.get("GROUNDKIT_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{message}, and GROUNDKIT_REQUIRE_BROWSER=1")
+        pytest.skip(message)
+    return CHROMIUM
+
+
+def run_chromium(
+    page: Path, profile: Path, screenshot: Path, fragment: str = ""
+) -> tuple[str, list[str]]:
+    """The DOM after scripts ran, and every console message the page produced."""
+    command = [
+        require_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+        f"--screenshot={screenshot}", "--window-size=1280,2000", "--dump-dom",
+        page.resolve().as_uri() + fragment,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+def test_the_console_check_catches_a_page_that_logs_errors(tmp_path):
+    broken = tmp_path / "broken.html"
+    broken.write_text(
+        "<!DOCTYPE html><title>x</title><script>console.error('boom'); nope();</script>",
+        encoding="utf-8",
+    )
+
+    _, console = run_chromium(broken, tmp_path / "profile", tmp_path / "broken.png")
+
+    assert any("boom" in line for line in console)
+    assert any("Uncaught ReferenceError" in line for line in console)
+
+
+def test_a_real_browser_renders_the_report_without_console_messages(tmp_path):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = write_html(sample_report(), ARTIFACTS / "report_sample.html")
+    screenshot = ARTIFACTS / "report_sample.png"
+    screenshot.unlink(missing_ok=True)
+
+    dom, console = run_chromium(page, tmp_path / "profile", screenshot)
+
+    assert console == []
+    assert '<table id="summary">' in dom
+    assert f"{len(QUESTIONS)} of {len(QUESTIONS)} questions" in dom  # the inline script ran
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_the_drilldown_filter_works_in_the_browser(tmp_path):
+    page = write_html(sample_report(), tmp_path / "report.html")
+
+    dom, console = run_chromium(page, tmp_path / "profile", tmp_path / "s.png", "#q=q03")
+
+    assert console == []
+    assert f"1 of {len(QUESTIONS)} questions" in dom
+    assert (
+        re.search(r'<details class="question" id="q-q03"[^>]*>', dom).group(0).count("hidden") == 0
+    )
+    assert re.search(r'<details class="question" id="q-q01"[^>]*hidden', dom)
