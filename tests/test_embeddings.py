@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,6 +131,31 @@ def test_a_missing_sentence_transformers_names_the_dense_extra(
 def test_an_unknown_local_model_lists_the_packaged_ones() -> None:
     with pytest.raises(UsageError, match="all-MiniLM-L6-v2"):
         LocalProvider("bge-small").embed(["x"], kind="query")
+
+
+HEAVY = ("torch", "sentence_transformers", "lancedb", "pyarrow", "ollama", "httpx", "mcp")
+
+
+def test_importing_the_dense_modules_imports_no_optional_dependency() -> None:
+    script = (
+        "import importlib.util, json, sys\n"
+        "import groundkit.embeddings, groundkit.retrieval.dense, groundkit.retrieval.fusion\n"
+        "import groundkit.testing.ollama_standin\n"
+        "if importlib.util.find_spec('groundkit.retrieval.bm25'):\n"
+        "    import groundkit.retrieval.bm25\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=repo,
+    )
+
+    assert json.loads(done.stdout) == []
 
 
 # ------------------------------------------------------ ollama over loopback
