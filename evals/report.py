@@ -193,8 +193,12 @@ def _check_inputs(
         raise ReportError(f"qrels judge questions without gold answers: {stray[:5]}")
     for stage in stages:
         unknown = sorted(set(stage.hits) - set(by_id))
-        if unknown:
-            raise ReportError(f"stage {stage.name!r} has hits for unknown questions {unknown[:5]}")
+        missing = sorted(set(by_id) - set(stage.hits))
+        if unknown or missing:
+            raise ReportError(
+                f"stage {stage.name!r} must answer exactly the questions: unknown {unknown[:5]}, "
+                f"missing {missing[:5]} (an empty hit list means the stage abstained)"
+            )
         for query_id, hits in stage.hits.items():
             ranks = [h.rank for h in hits]
             if ranks != sorted(set(ranks)):
@@ -295,7 +299,7 @@ def _question_block(
     judgments = qrels.get(question.query_id) or {}
     per_stage = {}
     for stage in stages:
-        hits = list(stage.hits.get(question.query_id, ()))
+        hits = list(stage.hits[question.query_id])
         per = scores[stage.name]
         per_stage[stage.name] = {
             "abstained": not hits,

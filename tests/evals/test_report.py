@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,7 +67,11 @@ def sample_inputs() -> dict:
             name="hybrid",
             description="RRF of BM25 and dense",
             config={"k": 60},
-            hits={"q1": [a], "q2": [hit(1, "b", 40, len(TEXT), 0.03), hit(2, "a", 0, 40, 0.02)]},
+            hits={
+                "q1": [a],
+                "q2": [hit(1, "b", 40, len(TEXT), 0.03), hit(2, "a", 0, 40, 0.02)],
+                "q3": [],
+            },
         ),
     ]
     provenance = rp.Provenance(
@@ -178,6 +186,25 @@ def test_the_same_input_gives_byte_identical_json_except_the_run_block(tmp_path)
     assert rest[0] == rest[1]
 
 
+def test_the_json_does_not_depend_on_the_interpreter_hash_seed():
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from test_report import build; from evals.report import dumps;"
+        "r = build(run={'created_at': 't', 'host': 'h'}); sys.stdout.write(dumps(r))"
+    )
+    here, root = Path(__file__).parent, Path(__file__).parents[2]
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(here)],
+            capture_output=True, text=True, check=True, cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+        ).stdout
+        for seed in ("1", "2")
+    }  # fmt: skip
+
+    assert len(outputs) == 1
+
+
 def test_dict_order_of_the_inputs_does_not_change_the_output():
     inputs = sample_inputs()
     reordered = copy.deepcopy(inputs)
@@ -262,7 +289,7 @@ def test_inconsistent_inputs_are_refused_with_the_reason():
     with pytest.raises(rp.ReportError, match="without gold"):
         build(qrels={"q3": {"c:a": 1}})
     stage = rp.StageResult(name="bm25", description="", config={}, hits={"q9": []})
-    with pytest.raises(rp.ReportError, match="unknown questions"):
+    with pytest.raises(rp.ReportError, match=r"unknown \['q9'\], missing \['q1', 'q2', 'q3'\]"):
         build(stages=[stage])
 
 
@@ -289,7 +316,7 @@ def save_two_runs(tmp_path) -> tuple:
         name="bm25",
         description="BM25, tuned",
         config={},
-        hits={"q1": [hit(1, "a", 0, 40, 2.0)], "q2": [hit(1, "a", 0, 40, 2.0)]},
+        hits={"q1": [hit(1, "a", 0, 40, 2.0)], "q2": [hit(1, "a", 0, 40, 2.0)], "q3": []},
     )
     b = rp.write_json(
         rp.build_report(**{**inputs, "stages": [better, inputs["stages"][1]]}), tmp_path / "b.json"
