@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import UsageError
-from .model import Chunk, Document, make_chunk_id, sha256_text
+from .model import Chunk, Document, make_chunk_id, sha256_text, utf16_len
 from .sources import encode_len
 
 # Boundary classes, best first. Each pattern's match *end* is a position where
@@ -184,11 +184,12 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> l
     """Chunk ``document``; every chunk is validated against the document text."""
     text = document.text
     chunks: list[Chunk] = []
-    cursor, cursor_byte, cursor_line = 0, document.bom_len, 1
+    cursor, cursor_byte, cursor_line, cursor_utf16 = 0, document.bom_len, 1, 0
     for start, end in spans(text, config):
         # Starts never decrease, so byte offsets and line numbers advance incrementally.
         cursor_byte += encode_len(text[cursor:start], document.encoding)
         cursor_line += _breaks(text, cursor, start)
+        cursor_utf16 += utf16_len(text[cursor:start])
         cursor = start
         piece = text[start:end]
         chunks.append(
@@ -202,6 +203,8 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> l
                 byte_end=cursor_byte + encode_len(piece, document.encoding),
                 start_line=cursor_line,
                 end_line=cursor_line + _breaks(text, start, end - 1),
+                utf16_start=cursor_utf16,
+                utf16_end=cursor_utf16 + utf16_len(piece),
                 text=piece,
                 span_sha256=sha256_text(piece),
                 document=text,

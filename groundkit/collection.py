@@ -13,15 +13,21 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
 
 from . import store
 from .errors import ChunkNotFoundError, CollectionNotFoundError, InvalidSpanError, UsageError
 from .indexer import DerivedBuilder, IndexConfig, IndexReport, Progress, index_collection
-from .model import COLLECTION_NAME, Chunk, Status, Verdict, split_chunk_id
+from .model import COLLECTION_NAME, Chunk, Hit, Status, Verdict, split_chunk_id
 from .verify import unresolvable, verify
+
+if TYPE_CHECKING:
+    from .retrieval.bm25 import BM25Index
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -76,12 +82,17 @@ def index(
 
 @dataclass
 class Collection:
-    """A published collection opened read-only."""
+    """A published collection opened read-only.
+
+    It pins the generation that was current when it was opened: a re-index
+    published meanwhile is seen only by collections opened after it.
+    """
 
     name: str
     directory: Path
     conn: sqlite3.Connection
     generation: int
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, name: str, home: str | os.PathLike[str] | None = None) -> Collection:
@@ -115,6 +126,41 @@ class Collection:
     @property
     def generation_dir(self) -> Path:
         return self.directory / f"gen-{self.generation}"
+
+    @property
+    def chunk_count(self) -> int:
+        if "chunk_count" not in self._cache:
+            self._cache["chunk_count"] = self.conn.execute(
+                "SELECT COUNT(*) FROM generation_chunks WHERE generation = ?", (self.generation,)
+            ).fetchone()[0]
+        return int(self._cache["chunk_count"])
+
+    def bm25(self) -> BM25Index:
+        """The generation's BM25 index, loaded (memory-mapped) once."""
+        if "bm25" not in self._cache:
+            from .derived import load_bm25
+
+            self._cache["bm25"] = load_bm25(self)
+        return self._cache["bm25"]  # type: ignore[no-any-return]
+
+    def rowids(self) -> npt.NDArray[np.int64]:
+        """Store row ids of the generation's chunks: position i is document i of every index."""
+        if "rowids" not in self._cache:
+            from .derived import load_rowids
+
+            self._cache["rowids"] = load_rowids(self.generation_dir, self.chunk_count)
+        return self._cache["rowids"]  # type: ignore[no-any-return]
+
+    def stored_chunks(self, positions: Sequence[int]) -> list[store.StoredChunk]:
+        """The chunks at index positions ``positions``, in that order."""
+        rowids = self.rowids()
+        return store.chunks_by_rowid(self.conn, [int(rowids[p]) for p in positions])
+
+    def search(self, query: str, **options: Any) -> list[Hit]:
+        """Search this collection; see :func:`groundkit.search.search` for the options."""
+        from .search import search
+
+        return search(self, query, **options)
 
     def chunks(self) -> list[Chunk]:
         """Every chunk of the current generation, in canonical order."""

@@ -6,13 +6,17 @@ import argparse
 import sys
 from typing import Any
 
+from .analysis import DEFAULT_PRESET, PRESETS, Analyzer
 from .chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
 from .cli import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 from .collection import Collection, fetch_chunk, index, list_collections
 from .indexer import IndexConfig
 from .model import Status
 from .progress import ProgressBar
+from .retrieval.bm25 import BM25Params
 from .sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
+
+_BM25 = BM25Params()
 
 
 @command("index", "Index folders into a collection (incremental, atomic).")
@@ -30,6 +34,11 @@ def _index(p: argparse.ArgumentParser) -> Handler:
                    help=f"target chunk size in characters (default {DEFAULT_TARGET})")
     p.add_argument("--chunk-overlap", type=int, default=DEFAULT_OVERLAP,
                    help=f"overlap between chunks in characters (default {DEFAULT_OVERLAP})")
+    p.add_argument("--analyzer", default=DEFAULT_PRESET, choices=sorted(PRESETS),
+                   help="text analysis preset: " + "; ".join(
+                       f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
+    p.add_argument("--k1", type=float, default=_BM25.k1, help=f"BM25 k1 (default {_BM25.k1})")
+    p.add_argument("--b", type=float, default=_BM25.b, help=f"BM25 b (default {_BM25.b})")
 
     def run(args: argparse.Namespace) -> int:
         config = IndexConfig(
@@ -38,6 +47,8 @@ def _index(p: argparse.ArgumentParser) -> Handler:
             exclude=DEFAULT_EXCLUDE + tuple(args.exclude or ()),
             max_bytes=args.max_bytes,
             chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap),
+            extra={"analyzer": Analyzer.preset(args.analyzer).to_dict(),
+                   "bm25": BM25Params(k1=args.k1, b=args.b).to_dict()},
         )
         with ProgressBar("indexing") as bar:
             report = index(args.collection, config, home=args.home, progress=bar.update)
@@ -152,5 +163,47 @@ def _check(p: argparse.ArgumentParser) -> Handler:
         if problems and not args.json:
             print(f"grk check: {len(problems)} problem(s)", file=sys.stderr)
         return 4 if problems else 0
+
+    return run
+
+
+@command("search", "Search a collection (BM25 by default; modes are always explicit).")
+def _search(p: argparse.ArgumentParser) -> Handler:
+    from .search import MAX_TOP_K
+
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--collection", "-c", required=True, metavar="NAME")
+    p.add_argument("--top-k", type=int, default=10, metavar="N",
+                   help=f"number of hits, 1..{MAX_TOP_K} (default 10)")
+    p.add_argument("--mode", default="bm25", choices=("bm25", "dense", "hybrid"),
+                   help="bm25 (default, zero setup), dense or hybrid (need an embedding index)")
+    p.add_argument("--score-threshold", type=float, metavar="X",
+                   help="drop hits scoring below X (bm25 and dense; never hybrid)")
+    p.add_argument("--explain", action="store_true",
+                   help="show how each hit was scored (per-term idf/tf/length for bm25)")
+    p.add_argument("--verify", action="store_true", help="re-read each hit's span and show "
+                   "its verdict")
+    p.add_argument("--embed-model", metavar="PROVIDER:MODEL",
+                   help="embedding model for dense/hybrid (must match the index)")
+    p.add_argument("--rrf-k", type=int, default=60, metavar="K",
+                   help="Reciprocal Rank Fusion constant for hybrid (default 60)")
+
+    def run(args: argparse.Namespace) -> int:
+        from .render import print_hits
+        from .search import hit_to_dict
+
+        options: dict[str, Any] = {}
+        if args.mode != "bm25":
+            options.update(rrf_k=args.rrf_k, embed_model=args.embed_model)
+        with Collection.open(args.collection, args.home) as coll:
+            hits = coll.search(args.query, top_k=args.top_k, mode=args.mode,
+                               score_threshold=args.score_threshold, explain=args.explain,
+                               verify=args.verify, **options)
+            terms = set(coll.bm25().analyzer.analyze(args.query))
+            analyzer = coll.bm25().analyzer
+        data = {"query": args.query, "collection": args.collection, "mode": args.mode,
+                "hits": [hit_to_dict(h, args.collection) for h in hits]}
+        emit(args, data, lambda: print_hits(hits, terms, analyzer, explain=args.explain))
+        return 0
 
     return run

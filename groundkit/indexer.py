@@ -182,7 +182,7 @@ def _run(
 ) -> IndexReport:
     _clear_unpublished(conn, directory)
     previous = store.current_generation(conn)
-    settings = {**config.to_dict(), "roots": list(roots)}
+    settings = {**config.to_dict(), "roots": list(roots), "name": name}
     with store.transaction(conn):
         store.set_meta(conn, "name", name)
         cur = conn.execute(

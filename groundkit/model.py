@@ -88,6 +88,8 @@ class Chunk:
     byte_end: int
     start_line: int
     end_line: int
+    utf16_start: int
+    utf16_end: int
     text: str
     span_sha256: str
     document: InitVar[str | None] = None
@@ -102,6 +104,10 @@ class Chunk:
             )
         if not 0 <= self.byte_start < self.byte_end:
             raise InvalidSpanError(f"bad byte span [{self.byte_start}, {self.byte_end})")
+        if self.utf16_end - self.utf16_start != utf16_len(self.text) or self.utf16_start < 0:
+            raise InvalidSpanError(
+                f"UTF-16 span [{self.utf16_start}, {self.utf16_end}) does not fit the text"
+            )
         if not 1 <= self.start_line <= self.end_line:
             raise InvalidSpanError(f"bad line range {self.start_line}-{self.end_line}")
         if sha256_text(self.text) != self.span_sha256:
@@ -121,20 +127,10 @@ class Chunk:
     def collection(self) -> str:
         return split_chunk_id(self.chunk_id)[0]
 
-    def utf16_offsets(self, document_prefix: str | None = None) -> tuple[int, int]:
-        """UTF-16 code-unit offsets, for JavaScript clients.
 
-        Needs the document text before ``start`` (``document_prefix``) unless the
-        caller has it precomputed; astral characters count two units.
-        """
-        if document_prefix is None:
-            raise InvalidSpanError("utf16_offsets needs the document text before the span")
-        before = _utf16_len(document_prefix)
-        return before, before + _utf16_len(self.text)
-
-
-def _utf16_len(text: str) -> int:
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+def utf16_len(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units (astral characters count two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +151,7 @@ class Hit:
     score: float
     rank: int
     explanation: tuple[Contribution, ...] = ()
+    verdict: Verdict | None = None
 
     def __post_init__(self) -> None:
         if self.rank < 1:

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     root TEXT NOT NULL, relpath TEXT NOT NULL, doc_sha256 TEXT NOT NULL,
     start INTEGER NOT NULL, "end" INTEGER NOT NULL, byte_start INTEGER NOT NULL,
     byte_end INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    utf16_start INTEGER NOT NULL, utf16_end INTEGER NOT NULL,
     text TEXT NOT NULL, span_sha256 TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS generation_chunks (
@@ -66,7 +67,7 @@ CREATE TABLE IF NOT EXISTS skipped (
 
 _CHUNK_COLUMNS = (
     "chunk_id, doc_id, doc_sha256, start, \"end\", byte_start, byte_end, "
-    "start_line, end_line, text, span_sha256"
+    "start_line, end_line, utf16_start, utf16_end, text, span_sha256"
 )
 
 
@@ -132,7 +133,7 @@ def _row_to_chunk(row: Sequence[Any]) -> Chunk:
     return Chunk(
         chunk_id=row[0], doc_id=row[1], doc_sha256=row[2], start=row[3], end=row[4],
         byte_start=row[5], byte_end=row[6], start_line=row[7], end_line=row[8],
-        text=row[9], span_sha256=row[10],
+        utf16_start=row[9], utf16_end=row[10], text=row[11], span_sha256=row[12],
     )
 
 
@@ -140,7 +141,7 @@ def lookup_chunk(conn: sqlite3.Connection, chunk_id: str) -> StoredChunk | None:
     row = conn.execute(
         f"SELECT {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE chunk_id = ?", (chunk_id,)
     ).fetchone()
-    return None if row is None else StoredChunk(_row_to_chunk(row), row[11], row[12])
+    return None if row is None else StoredChunk(_row_to_chunk(row), row[13], row[14])
 
 
 def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[StoredChunk]:
@@ -152,7 +153,7 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Sto
         f"SELECT rowid, {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE rowid IN ({marks})",
         [int(r) for r in rowids],
     ).fetchall()
-    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[12], r[13]) for r in rows}
+    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[14], r[15]) for r in rows}
     return [by_id[int(r)] for r in rowids]
 
 
@@ -184,9 +185,10 @@ def insert_chunks(
     """Store chunk rows (idempotently) and make them members of ``generation``."""
     conn.executemany(
         f"INSERT OR IGNORE INTO chunks ({_CHUNK_COLUMNS}, root, relpath) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"VALUES ({', '.join('?' * 15)})",
         [(c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
-          c.start_line, c.end_line, c.text, c.span_sha256, root, relpath) for c in chunks],
+          c.start_line, c.end_line, c.utf16_start, c.utf16_end, c.text, c.span_sha256, root,
+          relpath) for c in chunks],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO generation_chunks (generation, chunk_rowid, doc_id, start) "

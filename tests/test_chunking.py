@@ -53,6 +53,7 @@ def test_every_chunk_slices_back_exactly_and_its_byte_span_decodes_to_its_text(
         assert text[c.start : c.end] == c.text
         assert raw[c.byte_start : c.byte_end].decode(encoding) == c.text
         assert c.byte_start == len(bom) + len(text[: c.start].encode(encoding))
+        assert c.utf16_start == len(text[: c.start].encode("utf-16-le")) // 2
 
 
 @given(text=TEXTS, config=CONFIGS)

@@ -13,7 +13,8 @@ def chunk(start: int, end: int, text: str | None = None, **overrides: object) ->
     fields: dict[str, object] = dict(
         chunk_id=make_chunk_id("c", "a.md", "0" * 64, start, end), doc_id="a.md",
         doc_sha256="0" * 64, start=start, end=end, byte_start=start, byte_end=end,
-        start_line=1, end_line=1, text=text, span_sha256=sha256_text(text), document=DOC,
+        start_line=1, end_line=1, utf16_start=start, utf16_end=start + len(text), text=text,
+        span_sha256=sha256_text(text), document=DOC,
     )
     fields.update(overrides)
     return Chunk(**fields)  # type: ignore[arg-type]
@@ -62,12 +63,14 @@ def test_malformed_chunk_ids_are_rejected(bad: str) -> None:
 
 def test_utf16_offsets_count_astral_characters_twice() -> None:
     doc = "😀 ab"
-    c = Chunk(
+    fields: dict[str, object] = dict(
         chunk_id=make_chunk_id("c", "e.md", "0" * 64, 2, 4), doc_id="e.md", doc_sha256="0" * 64,
-        start=2, end=4, byte_start=5, byte_end=7, start_line=1, end_line=1, text="ab",
-        span_sha256=sha256_text("ab"), document=doc,
+        start=2, end=4, byte_start=5, byte_end=7, start_line=1, end_line=1, utf16_start=3,
+        utf16_end=5, text="ab", span_sha256=sha256_text("ab"), document=doc,
     )
-    assert c.utf16_offsets(doc[:2]) == (3, 5)
+    assert Chunk(**fields).utf16_start == 3  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpanError, match="UTF-16"):
+        Chunk(**{**fields, "utf16_end": 6})  # type: ignore[arg-type]
 
 
 def test_only_a_drifted_verdict_carries_relocated_offsets() -> None:

@@ -1,0 +1,3 @@
+"""Dense and hybrid search modes (registered into :data:`groundkit.search.MODES`)."""
+
+from __future__ import annotations

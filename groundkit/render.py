@@ -1,0 +1,59 @@
+"""Human-readable output of search hits: snippets with the matching terms highlighted."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Collection
+
+from .analysis import Analyzer
+from .model import Hit
+
+SNIPPET = 240
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _highlight(text: str, terms: Collection[str], analyzer: Analyzer, on: bool) -> str:
+    if not on or not terms:
+        return text
+
+    def mark(m: re.Match[str]) -> str:
+        analyzed = analyzer.analyze(m.group(0))
+        return f"\033[1;33m{m.group(0)}\033[0m" if analyzed and analyzed[0] in terms else m.group(0)
+
+    return _WORD.sub(mark, text)
+
+
+def snippet(text: str, terms: Collection[str], analyzer: Analyzer) -> str:
+    """About ``SNIPPET`` characters of ``text`` around its first matching word."""
+    first = 0
+    for m in _WORD.finditer(text):
+        analyzed = analyzer.analyze(m.group(0))
+        if analyzed and analyzed[0] in terms:
+            first = m.start()
+            break
+    start = max(0, first - SNIPPET // 3)
+    piece = " ".join(text[start : start + SNIPPET].split())
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET < len(text) else "")
+
+
+def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
+               explain: bool = False) -> None:
+    tty = sys.stdout.isatty()
+    if not hits:
+        print("no hits: nothing in the collection matches this query")
+        return
+    for hit in hits:
+        c = hit.chunk
+        verdict = f"  [{hit.verdict.status.value}]" if hit.verdict else ""
+        print(f"{hit.rank:>3}. {c.doc_id}:{c.start_line}-{c.end_line}  "
+              f"[{c.start}, {c.end}) code points  score {hit.score:.4f}{verdict}")
+        print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
+        if explain:
+            for e in hit.explanation:
+                print(f"     {e.retriever}: rank {e.rank}, score {e.score:.4f}")
+                for t in e.detail.get("terms", []):
+                    print(f"       {t['term']!r}: idf {t['idf']:.4f} × tf {t['tf']} "
+                          f"(doc length {t['doc_length']}, norm {t['norm_length']}) "
+                          f"= {t['score']:.4f}")
+        print(f"     {c.chunk_id}")

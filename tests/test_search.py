@@ -1,0 +1,123 @@
+"""BM25 search through the real index and store: the API the CLI and MCP server share."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import TreeMaker
+
+from groundkit.cli import main
+from groundkit.collection import Collection, IndexConfig, index
+from groundkit.errors import IndexMismatchError, UsageError
+from groundkit.model import Status
+from groundkit.search import hit_to_dict
+
+DOCS = {
+    "logs.md": "# Logs\n\nDeployment logs are kept for 30 days. Audit logs for a year.\n",
+    "oncall.md": "# On-call\n\nThe on-call engineer restarts the ingest worker.\n",
+    "cjk.md": "東京の天気は晴れです。\n",
+    "codes.txt": "Error E4012 means the upload quota was exceeded.\n",
+}
+
+
+@pytest.fixture
+def coll(make_tree: TreeMaker, home: Path) -> Collection:
+    index("k", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)
+    return Collection.open("k", home)
+
+
+def test_search_ranks_the_matching_chunk_first_with_its_exact_span(coll: Collection) -> None:
+    [top, *_] = coll.search("how long are deployment logs kept")
+    assert top.chunk.doc_id == "logs.md" and top.rank == 1
+    assert DOCS["logs.md"][top.chunk.start : top.chunk.end] == top.chunk.text
+
+
+def test_a_query_matching_nothing_abstains(coll: Collection) -> None:
+    assert coll.search("zebra xylophone") == []
+    assert coll.search("the of and") == []  # only stopwords
+    assert coll.search("") == [] and coll.search("?!…") == []
+
+
+def test_identifiers_and_cjk_text_are_findable(coll: Collection) -> None:
+    assert coll.search("E4012")[0].chunk.doc_id == "codes.txt"
+    assert coll.search("東京")[0].chunk.doc_id == "cjk.md"
+
+
+def test_score_threshold_drops_weaker_hits(coll: Collection) -> None:
+    hits = coll.search("logs engineer")
+    assert len(hits) == 2
+    kept = coll.search("logs engineer", score_threshold=hits[0].score)
+    assert [h.chunk.chunk_id for h in kept] == [hits[0].chunk.chunk_id]
+
+
+def test_verify_attaches_a_verdict_to_every_hit(coll: Collection) -> None:
+    hits = coll.search("ingest worker", verify=True)
+    assert hits and all(h.verdict and h.verdict.status is Status.VERIFIED for h in hits)
+
+
+def test_explain_gives_each_query_terms_contribution(coll: Collection) -> None:
+    [hit] = coll.search("ingest worker", explain=True)
+    terms = hit.explanation[0].detail["terms"]
+    assert {t["term"] for t in terms} == {"ingest", "worker"}
+    assert sum(t["score"] for t in terms) == pytest.approx(hit.score, rel=1e-5)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(top_k=0), "top_k"), (dict(top_k=1001), "top_k"), (dict(mode="magic"), "valid modes"),
+])
+def test_bad_search_options_are_usage_errors(coll: Collection, kw: dict[str, object],
+                                             message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        coll.search("logs", **kw)
+
+
+def test_a_10000_character_query_works_and_a_longer_one_is_refused(coll: Collection) -> None:
+    assert coll.search(("logs " * 2000)[:10_000])
+    with pytest.raises(UsageError, match="limit"):
+        coll.search("x" * 10_001)
+
+
+def test_the_cli_returns_the_same_hits_as_the_api(
+    coll: Collection, capsys: pytest.CaptureFixture[str],
+) -> None:
+    api = [hit_to_dict(h, "k") for h in coll.search("logs worker", top_k=5)]
+    assert main(["search", "logs worker", "-c", "k", "--top-k", "5", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["hits"]
+    assert cli == api and cli[0]["offset_unit"] == "codepoint"
+
+
+def test_reindexing_gives_the_same_scores_as_a_from_scratch_build(
+    make_tree: TreeMaker, tmp_path: Path,
+) -> None:
+    root = make_tree({**DOCS, "extra.md": "Deployment notes."})
+    index("k", IndexConfig(roots=(str(root),)), home=tmp_path / "a")
+    (root / "extra.md").write_text("Deployment logs rotate nightly.")
+    (root / "oncall.md").unlink()
+    index("k", IndexConfig(roots=(str(root),)), home=tmp_path / "a")
+    index("k", IndexConfig(roots=(str(root),)), home=tmp_path / "b")
+    runs = []
+    for home in ("a", "b"):
+        with Collection.open("k", tmp_path / home) as c:
+            runs.append([(h.chunk.chunk_id, h.score) for h in c.search("deployment logs")])
+    assert runs[0] == runs[1] and len(runs[0]) == 2
+
+
+def test_a_bm25_index_from_another_generation_fails_closed(coll: Collection) -> None:
+    gen_dir = coll.generation_dir
+    meta = json.loads((gen_dir / "bm25" / "meta.json").read_text())
+    meta["stamp"]["generation"] += 1
+    (gen_dir / "bm25" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexMismatchError, match="rebuild"):
+        coll.search("logs")
+    assert any("BM25" in p for p in coll.check())
+
+
+def test_a_damaged_or_missing_derived_index_is_reported_by_check(coll: Collection) -> None:
+    np.save(coll.generation_dir / "rowids.npy", np.arange(3))
+    shutil.rmtree(coll.generation_dir / "bm25")
+    problems = coll.check()
+    assert any("chunk order" in p for p in problems) and any("BM25" in p for p in problems)
