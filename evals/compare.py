@@ -46,27 +46,13 @@ def compare_runs(
     paired = sorted(scores_a.keys() & scores_b.keys())
     if not paired:
         raise ReportError("the two reports share no judged question: nothing to pair")
-    rows: list[dict[str, Any]] = []
-    results: list[stats.Comparison] = []
-    for stage_a, stage_b in pairs:
-        for measure in measures:
-            column_a = _column(scores_a, paired, stage_a, measure, "A")
-            column_b = _column(scores_b, paired, stage_b, measure, "B")
-            rows.append({"stage_a": stage_a, "stage_b": stage_b, "measure": measure})
-            results.append(
-                stats.compare(
-                    column_a,
-                    column_b,
-                    resamples=resamples,
-                    permutations=permutations,
-                    confidence=confidence,
-                    seed=seed,
-                )
-            )
-    comparisons = [
-        {**row, **_renamed(asdict(result))}
-        for row, result in zip(rows, stats.apply_holm(results), strict=True)
-    ]
+    settings = {
+        "resamples": resamples,
+        "permutations": permutations,
+        "confidence": confidence,
+        "seed": seed,
+    }
+    comparisons = _compare_pairs(scores_a, scores_b, paired, pairs, measures, settings)
     outcome = {
         "a": _describe(path_a, a),
         "b": _describe(path_b, b),
@@ -76,11 +62,33 @@ def compare_runs(
             "only_a": sorted(scores_a.keys() - scores_b.keys()),
             "only_b": sorted(scores_b.keys() - scores_a.keys()),
         },
-        "statistics": {"resamples": resamples, "permutations": permutations, "seed": seed},
+        "statistics": settings,
         "comparisons": comparisons,
     }
     result: dict[str, Any] = canonical(outcome)
     return result
+
+
+def _compare_pairs(
+    scores_a: dict[str, dict[str, dict[str, float]]],
+    scores_b: dict[str, dict[str, dict[str, float]]],
+    paired: list[str],
+    pairs: Sequence[tuple[str, str]],
+    measures: Sequence[str],
+    settings: dict[str, Any],
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    results: list[stats.Comparison] = []
+    for stage_a, stage_b in pairs:
+        for measure in measures:
+            column_a = _column(scores_a, paired, stage_a, measure, "A")
+            column_b = _column(scores_b, paired, stage_b, measure, "B")
+            rows.append({"stage_a": stage_a, "stage_b": stage_b, "measure": measure})
+            results.append(stats.compare(column_a, column_b, **settings))
+    return [
+        {**row, **_renamed(asdict(result))}
+        for row, result in zip(rows, stats.apply_holm(results), strict=True)
+    ]
 
 
 def _same_named_stages(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str]]:

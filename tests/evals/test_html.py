@@ -209,7 +209,8 @@ def run_chromium(
     command = [
         require_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+        "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+        "--enable-logging=stderr", "--v=0",
         f"--screenshot={screenshot}", "--window-size=1280,2000", "--dump-dom",
         page.resolve().as_uri() + fragment,
     ]  # fmt: skip
