@@ -26,6 +26,7 @@ import mmap
 import os
 import shutil
 import tempfile
+import threading
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Sequence
@@ -222,7 +223,10 @@ class TermExplanation:
     score: float
 
 
-_FILES = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets")
+_FILES = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets",
+          "max_scores", "kth10", "kth100")
+_LONG = 1024
+"""Posting lists at least this long get their 10th and 100th best scores precomputed."""
 FORMAT = "groundkit-bm25/1"
 
 
@@ -239,6 +243,9 @@ class BM25Index:
         terms_blob: bytes | Any, n_docs_nonempty: int, avgdl: float,
     ) -> None:
         self.analyzer, self.params = analyzer, params
+        # plain ndarray views of memory maps: np.memmap slicing costs Python calls
+        arrays = {k: v.view(np.ndarray) if isinstance(v, np.memmap) else v
+                  for k, v in arrays.items()}
         self.indptr: IntArray = arrays["indptr"]
         self.docs: npt.NDArray[np.int32] = arrays["docs"]
         self.scores: F32Array = arrays["scores"]
@@ -252,7 +259,10 @@ class BM25Index:
         self._hash_view = memoryview(np.ascontiguousarray(self.term_hashes)).cast("B").cast("I")
         self._ptr_view = memoryview(np.ascontiguousarray(self.indptr)).cast("B").cast("q")
         self._off_view = memoryview(np.ascontiguousarray(self.term_offsets)).cast("B").cast("q")
-        self._acc: npt.NDArray[np.float64] | None = None
+        self._local = threading.local()
+        self.max_scores: F32Array = arrays["max_scores"]
+        self.kth10: F32Array = arrays["kth10"]
+        self.kth100: F32Array = arrays["kth100"]
 
     # -- building ---------------------------------------------------------------------
 
@@ -297,6 +307,7 @@ class BM25Index:
             "term_hashes": np.array([term_hash(t) for t in terms], dtype=np.uint32),
             "term_offsets": offsets,
         }
+        arrays.update(_impact_bounds(indptr, scores))
         return cls(analyzer=analyzer, params=params, arrays=arrays,
                    terms_blob=b"".join(encoded), n_docs_nonempty=nonempty, avgdl=avgdl)
 
@@ -354,7 +365,7 @@ class BM25Index:
         weights = self._query_weights(terms)
         if not weights:
             return []
-        docs, totals = self._accumulate(weights)
+        docs, totals = self._candidates(weights, top_k)
         best = _top_k(docs, totals, top_k)
         hits = [(int(d), float(s)) for d, s in zip(docs[best], totals[best], strict=True)]
         if score_threshold is not None:
@@ -370,31 +381,107 @@ class BM25Index:
                 weights[tid] = weights.get(tid, 0) + 1
         return weights
 
-    def _accumulate(self, weights: dict[int, int]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        """Touched documents and their summed scores (unordered, doc ids unique)."""
-        ptr = self._ptr_view
-        spans = [(ptr[t], ptr[t + 1], c) for t, c in weights.items()]
-        if len(spans) == 1:
-            lo, hi, c = spans[0]
-            scores = self.scores[lo:hi]
-            return self.docs[lo:hi], scores if c == 1 else scores * np.float32(c)
-        docs = np.concatenate([self.docs[lo:hi] for lo, hi, _ in spans])
-        scores = np.concatenate(
-            [self.scores[lo:hi] if c == 1 else self.scores[lo:hi] * np.float32(c)
-             for lo, hi, c in spans], dtype=np.float64,
-        )
-        if len(docs) <= 4096:
-            unique, inverse = np.unique(docs, return_inverse=True)
-            return unique, np.bincount(inverse, weights=scores)
-        acc = self._acc
-        if acc is None:
-            acc = self._acc = np.zeros(self.n_docs, dtype=np.float64)
-        np.add.at(acc, docs, scores)
-        touched = np.flatnonzero(acc)
-        totals = acc[touched]
-        acc[touched] = 0.0
-        return touched, totals
+    def _candidates(self, weights: dict[int, int], k: int) -> tuple[Any, Any]:
+        """Documents that can still be in the top ``k``, with their exact totals.
 
+        MaxScore (Turtle and Flood 1995), vectorised: ``theta`` is a lower bound
+        on the k-th best total (from single-term k-th scores and the full totals
+        of the best term's top documents; scores are non-negative). Terms whose
+        maxima sum below ``theta`` cannot lift a document into the top k alone, so
+        only the other ("essential") terms' postings are gathered; the rest are
+        looked up by binary search for the candidates still able to reach ``theta``.
+        """
+        ptr, f32 = self._ptr_view, np.float32
+        terms = []
+        for tid, c in weights.items():
+            lo, hi = ptr[tid], ptr[tid + 1]
+            terms.append((float(self.max_scores[tid] * f32(c)), lo, hi, c, tid))
+        terms.sort()
+        theta = self._theta(terms, k)
+        split, bound = 0, 0.0
+        while split < len(terms) and bound + terms[split][0] < theta:
+            bound += terms[split][0]
+            split += 1
+        docs, totals = self._gather(terms[split:], theta - bound)
+        for i in range(split - 1, -1, -1):
+            keep = totals + sum(t[0] for t in terms[: i + 1]) >= theta
+            docs, totals = docs[keep], totals[keep]
+            _, lo, hi, c, _ = terms[i]
+            totals += self._lookup(lo, hi, c, docs)
+        if theta > 0:
+            keep = totals >= theta
+            docs, totals = docs[keep], totals[keep]
+        return docs, totals
+
+    def _lookup(self, lo: int, hi: int, c: int, docs: Any) -> Any:
+        """Each of ``docs``' score for the term whose postings are ``[lo, hi)`` (0 if absent)."""
+        plist = self.docs[lo:hi]
+        pos = np.minimum(np.searchsorted(plist, docs), hi - lo - 1)
+        got = np.where(plist[pos] == docs, self.scores[lo:hi][pos], np.float32(0))
+        return got if c == 1 else got * np.float32(c)
+
+    def _theta(self, terms: list[tuple[float, int, int, int, int]], k: int) -> float:
+        """A lower bound on the k-th best total (``-inf`` when scores can be negative)."""
+        if self.params.method == "robertson":
+            return -np.inf  # negative idf: a total can be below one term's score
+        theta, f32, best = 0.0, np.float32, None
+        table = self.kth10 if k <= 10 else self.kth100 if k <= 100 else None
+        for _, lo, hi, c, tid in terms:
+            n = hi - lo
+            if n < k:
+                continue
+            if table is not None and n >= _LONG:
+                kth = float(table[tid] * f32(c))
+            elif n < _LONG:
+                kth = float(np.partition(self.scores[lo:hi], n - k)[n - k] * f32(c))
+            else:
+                continue
+            if kth > theta:
+                theta, best = kth, (lo, hi, c, kth)
+        if len(terms) > 1:  # full totals of the rare terms' docs and the best term's top docs
+            seeds = [self.docs[lo:hi] for _, lo, hi, _, _ in terms if hi - lo < k]
+            if best is not None:
+                lo, hi, c, kth = best
+                scores = self.scores[lo:hi] if c == 1 else self.scores[lo:hi] * f32(c)
+                seeds.append(self.docs[lo:hi][scores >= kth])
+            docs = np.unique(np.concatenate(seeds)) if seeds else np.zeros(0, np.int32)
+            if len(docs) >= k:
+                totals = np.zeros(len(docs), dtype=np.float64)
+                for _, lo2, hi2, c2, _ in terms:
+                    totals += self._lookup(lo2, hi2, c2, docs)
+                theta = max(theta, float(np.partition(totals, len(totals) - k)[len(totals) - k]))
+        return theta
+
+    def _gather(self, terms: list[tuple[float, int, int, int, int]], floor: float) -> Any:
+        """Union of the terms' postings whose summed score reaches ``floor``: docs, totals."""
+        parts = [(self.docs[lo:hi], self.scores[lo:hi] if c == 1 else
+                  self.scores[lo:hi] * np.float32(c)) for _, lo, hi, c, _ in terms]
+        if len(parts) == 1:
+            docs, scores = parts[0]
+            if floor > 0:
+                keep = scores >= floor
+                docs, scores = docs[keep], scores[keep]
+            return docs, scores.astype(np.float64)
+        every = np.concatenate([d for d, _ in parts])
+        if len(every) <= 2048:
+            unique, inverse = np.unique(every, return_inverse=True)
+            scores = np.concatenate([s for _, s in parts], dtype=np.float64)
+            return unique, np.bincount(inverse, weights=scores)
+        acc = self._scratch()
+        for d, sc in parts:
+            acc[d] += sc
+        totals = acc[every]
+        acc[every] = 0.0
+        keep = totals >= floor
+        docs, inverse = np.unique(every[keep], return_index=True)
+        return docs, totals[keep][inverse]
+
+    def _scratch(self) -> npt.NDArray[np.float64]:
+        """A zeroed per-thread accumulator over all documents (callers re-zero it)."""
+        acc: npt.NDArray[np.float64] | None = getattr(self._local, "acc", None)
+        if acc is None:
+            acc = self._local.acc = np.zeros(self.n_docs, dtype=np.float64)
+        return acc
 
     def explain(self, query: str, doc_index: int) -> list[TermExplanation]:
         """Each known query term's contribution to ``doc_index``'s score, in query order.
@@ -495,6 +582,21 @@ class BM25Index:
         _check_shapes(root, meta, arrays, len(blob))
         return cls(analyzer=built_with, params=params, arrays=arrays, terms_blob=blob,
                    n_docs_nonempty=int(meta["n_docs_nonempty"]), avgdl=float(meta["avgdl"]))
+
+
+def _impact_bounds(indptr: IntArray, scores: F32Array) -> dict[str, F32Array]:
+    """Per term: the best score, and the 10th / 100th best for long posting lists."""
+    n_terms = len(indptr) - 1
+    best = np.zeros(n_terms, dtype=np.float32)
+    if len(scores):
+        best = np.maximum.reduceat(scores, indptr[:-1]).astype(np.float32)
+    kth = {10: np.zeros(n_terms, np.float32), 100: np.zeros(n_terms, np.float32)}
+    for tid in np.flatnonzero(np.diff(indptr) >= _LONG):
+        lo, hi = indptr[tid], indptr[tid + 1]
+        top = np.partition(scores[lo:hi], hi - lo - 100)[hi - lo - 100 :]
+        kth[100][tid] = top.min()
+        kth[10][tid] = np.partition(top, 90)[90]
+    return {"max_scores": best, "kth10": kth[10], "kth100": kth[100]}
 
 
 def _top_k(docs: npt.NDArray[Any], scores: npt.NDArray[Any], k: int) -> IntArray:

@@ -156,7 +156,7 @@ def test_save_and_load_round_trip_with_memory_mapped_arrays(tmp_path):
     index = BM25Index.build_from_texts(DOCS)
     index.save(tmp_path / "bm25", STAMP)
     loaded = BM25Index.load(tmp_path / "bm25", STAMP, analyzer=Analyzer())
-    assert isinstance(loaded.scores, np.memmap) and isinstance(loaded.docs, np.memmap)
+    assert isinstance(loaded.scores.base, np.memmap) and isinstance(loaded.docs.base, np.memmap)
     for query in ("lazy dog", "quantum", "fox park book", "zebra"):
         assert loaded.search(query, top_k=10) == index.search(query, top_k=10)
     assert [loaded.term(i) for i in range(loaded.n_terms)] == [
@@ -227,3 +227,15 @@ def test_invalid_parameters_name_the_valid_choices():
         BM25Params(method="bm26")
     with pytest.raises(UsageError, match="k1"):
         BM25Params(b=1.5)
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+"])
+def test_pruned_search_equals_exhaustive_scoring_on_random_queries(method):
+    corpus = _random_corpus(4, n_docs=4000, vocab=600)
+    index = BM25Index.build(corpus, Analyzer.preset("simple"), BM25Params(method=method))
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(600)]
+    for _ in range(150):
+        query = rng.sample(vocab[:8], rng.randint(0, 2)) + rng.sample(vocab, rng.randint(1, 4))
+        for k in (1, 10, 37, 150):
+            assert index.search_terms(query, top_k=k) == _brute_force(index, query, k), (query, k)
