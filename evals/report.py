@@ -91,12 +91,17 @@ class HitRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageResult:
-    """One stage's output: every question's hits in rank order (up to the run depth)."""
+    """One stage's output: every question's hits in rank order (up to the run depth).
+
+    ``qrels`` judges this stage's chunks when stages chunk differently (each
+    chunking has its own quote-derived judgments); by default the report's.
+    """
 
     name: str
     description: str
     config: Mapping[str, Any]
     hits: Mapping[str, Sequence[HitRecord]]
+    qrels: metrics.Qrels | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,7 +192,8 @@ def _check_inputs(
     if len(set(names)) != len(names) or baseline not in names:
         raise ReportError(f"stage names must be unique and include the baseline {baseline!r}")
     stray = sorted(
-        q for q, judged in qrels.items() if judged and not (q in by_id and by_id[q].gold)
+        q for judgments in (qrels, *(s.qrels for s in stages if s.qrels is not None))
+        for q, judged in judgments.items() if judged and not (q in by_id and by_id[q].gold)
     )
     if stray:
         raise ReportError(f"qrels judge questions without gold answers: {stray[:5]}")
@@ -211,7 +217,8 @@ def _stage_scores(
 ) -> metrics.PerQuery:
     ranking = {q: [h.chunk_id for h in hits] for q, hits in stage.hits.items()}
     run = metrics.run_from_ranking(ranking)
-    return metrics.per_query(qrels, run, measures, query_ids=judged)
+    return metrics.per_query(stage.qrels if stage.qrels is not None else qrels, run, measures,
+                             query_ids=judged)
 
 
 def _statistics_block(settings: Settings) -> dict[str, Any]:
@@ -296,9 +303,9 @@ def _question_block(
     qrels: metrics.Qrels,
     settings: Settings,
 ) -> dict[str, Any]:
-    judgments = qrels.get(question.query_id) or {}
     per_stage = {}
     for stage in stages:
+        judgments = (stage.qrels if stage.qrels is not None else qrels).get(question.query_id) or {}
         hits = list(stage.hits[question.query_id])
         per = scores[stage.name]
         per_stage[stage.name] = {

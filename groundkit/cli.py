@@ -49,7 +49,7 @@ def emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import commands  # noqa: F401 - registers the subcommands
+    from . import cli_serve, commands  # noqa: F401 - register the subcommands
 
     parser = argparse.ArgumentParser(
         prog="grk",

@@ -207,3 +207,31 @@ def _search(p: argparse.ArgumentParser) -> Handler:
         return 0
 
     return run
+
+
+@command("eval", "Run the evaluation harness on a golden corpus (needs the evals extra).")
+def _eval(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("--golden", metavar="DIR", help="golden version folder (default golden/v1)")
+    p.add_argument("--out", metavar="DIR", help="where latest.json and runs/ go "
+                   "(default evals/results)")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report")
+    p.add_argument("--stages", nargs="+", metavar="STAGE", help="stages to run (default: all "
+                   "default stages; see python -m evals run --help)")
+    p.add_argument("--expected", metavar="FILE", help="expected-values file to gate on")
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            from evals.__main__ import main as evals_main
+        except ImportError as exc:
+            from .errors import MissingDependencyError
+
+            raise MissingDependencyError(exc.name or "evals", "evals", "grk eval") from None
+        argv = ["run"]
+        for flag in ("golden", "out", "html", "expected"):
+            if getattr(args, flag):
+                argv += [f"--{flag}", getattr(args, flag)]
+        if args.stages:
+            argv += ["--stages", *args.stages]
+        return evals_main(argv)
+
+    return run

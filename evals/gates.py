@@ -1,0 +1,90 @@
+"""Expected-score gates, in the spirit of Anserini's regression configs.
+
+``evals/expected/<name>.json`` pins the values a report must reproduce::
+
+    {"manifest_sha256": "...",           # what the values were measured on
+     "source": "make eval, 2026-11-30",  # how they were produced
+     "stages": {"bm25": {"nDCG@10": {"value": 0.71, "tolerance": 0.005}, ...}}}
+
+A metric outside ``value ± tolerance`` fails the run loudly. Values are written
+by ``python -m evals expect`` from a report, never by hand, and changing them
+is a deliberate commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from groundkit.errors import GroundkitError
+
+DEFAULT_TOLERANCE = 0.005
+
+
+class GateFailure(GroundkitError, AssertionError):
+    """A metric left its expected band."""
+
+    exit_code = 8
+
+
+def check(report: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """Every way ``report`` misses ``expected``, one line each; empty when all pass."""
+    failures = []
+    want_manifest = expected.get("manifest_sha256")
+    have_manifest = report.get("golden", {}).get("manifest_sha256")
+    if want_manifest and have_manifest and want_manifest != have_manifest:
+        failures.append(f"expected values were measured on manifest {want_manifest[:12]}…, "
+                        f"this report on {have_manifest[:12]}…")
+    stages = {s["name"]: s for s in report["stages"]}
+    for stage_name, measures in expected.get("stages", {}).items():
+        stage = stages.get(stage_name)
+        if stage is None:
+            continue  # not run this time; gates apply to what ran
+        observed = {**stage["metrics"], **{f"abstention.{k}": v
+                                           for k, v in stage["abstention"].items()}}
+        for measure, band in measures.items():
+            if measure not in observed:
+                failures.append(f"{stage_name}: {measure} is not in the report")
+                continue
+            value, tol = float(band["value"]), float(band["tolerance"])
+            got = float(observed[measure])
+            if abs(got - value) > tol + 1e-12:
+                failures.append(f"{stage_name}: {measure} = {got:.4f}, expected {value:.4f} "
+                                f"± {tol:g}")
+    return failures
+
+
+def checked_stages(expected: Mapping[str, Any]) -> list[str]:
+    return sorted(expected.get("stages", {}))
+
+
+def expected_from(report: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE,
+                  source: str = "") -> dict[str, Any]:
+    """Expected values for every stage and measure of ``report`` (abstention exact)."""
+    stages: dict[str, Any] = {}
+    for stage in report["stages"]:
+        bands = {m: {"value": v, "tolerance": tolerance} for m, v in stage["metrics"].items()}
+        bands.update({f"abstention.{k}": {"value": v, "tolerance": 0}
+                      for k, v in stage["abstention"].items()})
+        stages[stage["name"]] = bands
+    return {"manifest_sha256": report.get("golden", {}).get("manifest_sha256"),
+            "source": source, "stages": stages}
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GroundkitError(f"cannot read expected values {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        raise GroundkitError(f"{path}: expected values need a 'stages' object")
+    return data
+
+
+def write(path: str | Path, expected: Mapping[str, Any]) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(expected, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return target
