@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from groundkit.errors import IntegrityError
 from groundkit.sources import DecodeError, decode_bytes
@@ -42,6 +42,8 @@ MANIFEST_FILE = "MANIFEST.json"
 QUESTION_ID = re.compile(r"q[0-9]{4,}")
 _QUESTION_KEYS = frozenset({"id", "kind", "question", "traits", "answers", "notes"})
 _ANSWER_KEYS = frozenset({"doc_id", "quote", "occurrence"})
+_Parsed: TypeAlias = "tuple[Question | None, list[str]]"
+_BLANK_LINE = re.compile(r"\n\n|\r\n\r\n")
 _ANSWER_COUNTS = {"answerable": (1, 1), "ambiguous": (2, 10**6), "no_answer": (0, 0)}
 
 
@@ -87,6 +89,7 @@ class _Scan:
     checksums: dict[str, str] = field(default_factory=dict)
     questions: list[Question] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    incomplete: set[str] = field(default_factory=set)  # ids whose record had problems
 
 
 def load_golden(path: str | Path, *, coverage: bool = True) -> Golden:
@@ -149,7 +152,8 @@ def _scan(root: Path, *, coverage: bool) -> _Scan:
     _read_questions(scan)
     _check_manifest(scan)
     for question in scan.questions:
-        scan.problems.extend(_question_problems(question, scan.documents))
+        complete = question.id not in scan.incomplete  # else trait checks would only add noise
+        scan.problems.extend(_question_problems(question, scan.documents, complete=complete))
     ids = Counter(q.id for q in scan.questions)
     scan.problems.extend(f"{q}: duplicate question id ({n} times)" for q, n in ids.items() if n > 1)
     if coverage:
@@ -200,11 +204,11 @@ def _read_questions(scan: _Scan) -> None:
         scan.problems.extend(problems)
         if question is not None:
             scan.questions.append(question)
+            if problems:
+                scan.incomplete.add(question.id)
 
 
-def _parse_question(
-    obj: Any, lineno: int, documents: dict[str, str]
-) -> tuple[Question | None, list[str]]:
+def _parse_question(obj: Any, lineno: int, documents: dict[str, str]) -> _Parsed:
     where = f"{QUESTIONS_FILE} line {lineno}"
     if not isinstance(obj, dict):
         return None, [f"{where}: a question must be a JSON object"]
@@ -278,32 +282,29 @@ def _hint(text: str, quote: str) -> str:
     return short
 
 
-def _question_problems(question: Question, documents: dict[str, str]) -> list[str]:
+def _question_problems(q: Question, docs: dict[str, str], *, complete: bool) -> list[str]:
     """Kind, trait and answer-shape problems of one parsed question."""
-    qid, problems = question.id, []
-    if question.kind not in KINDS:
-        problems.append(f"{qid}: unknown kind {question.kind!r}; valid kinds: {', '.join(KINDS)}")
-    if not question.question.strip():
-        problems.append(f"{qid}: the question text is empty")
-    for trait in sorted(set(question.traits) - set(TRAITS)):
-        problems.append(f"{qid}: unknown trait {trait!r}; valid traits: {', '.join(TRAITS)}")
-    if len(set(question.traits)) != len(question.traits):
-        problems.append(f"{qid}: a trait is listed twice")
-    answers, traits = question.answers, set(question.traits)
-    spans = [(a.doc_id, a.start) for a in answers]
-    if len(set(spans)) != len(spans):
-        problems.append(f"{qid}: the same answer span is listed twice")
-    if "straddle" in traits and not any("\n\n" in a.quote or "\r\n\r\n" in a.quote
-                                        for a in answers):
-        problems.append(f"{qid}: trait straddle but no quote spans a blank line")
+    problems = [] if q.kind in KINDS else [
+        f"{q.id}: unknown kind {q.kind!r}; valid kinds: {', '.join(KINDS)}"]
+    if not q.question.strip():
+        problems.append(f"{q.id}: the question text is empty")
+    for trait in sorted(set(q.traits) - set(TRAITS)):
+        problems.append(f"{q.id}: unknown trait {trait!r}; valid traits: {', '.join(TRAITS)}")
+    if len(set(q.traits)) != len(q.traits):
+        problems.append(f"{q.id}: a trait is listed twice")
+    if len({(a.doc_id, a.start) for a in q.answers}) != len(q.answers):
+        problems.append(f"{q.id}: the same answer span is listed twice")
+    traits = set(q.traits) if complete else set()
+    if "straddle" in traits and not any(_BLANK_LINE.search(a.quote) for a in q.answers):
+        problems.append(f"{q.id}: trait straddle but no quote spans a blank line")
     if "multi_document" in traits and (
-        question.kind != "ambiguous" or len({a.doc_id for a in answers}) < 2
+        q.kind != "ambiguous" or len({a.doc_id for a in q.answers}) < 2
     ):
-        problems.append(f"{qid}: trait multi_document needs an ambiguous question citing 2+ docs")
+        problems.append(f"{q.id}: trait multi_document needs an ambiguous question citing 2+ docs")
     if "long_document" in traits and not any(
-        len(documents.get(a.doc_id, "")) > LONG_DOCUMENT_CHARS for a in answers
+        len(docs.get(a.doc_id, "")) > LONG_DOCUMENT_CHARS for a in q.answers
     ):
-        problems.append(f"{qid}: trait long_document but no answer is in a document over "
+        problems.append(f"{q.id}: trait long_document but no answer is in a document over "
                         f"{LONG_DOCUMENT_CHARS} characters")
     return problems
 
