@@ -67,7 +67,8 @@ def _read_text(path: Path) -> str | None:
 
 
 def _passages(text: str, size: int, limit: int) -> list[str]:
-    out, start = [], 0
+    out: list[str] = []
+    start = 0
     while start < len(text) and len(out) < limit:
         end = min(start + size, len(text))
         if end < len(text):
@@ -80,10 +81,20 @@ def _passages(text: str, size: int, limit: int) -> list[str]:
     return out
 
 
+def corpus_path(cache: Path, n_chunks: int, size: int) -> Path:
+    return cache / f"corpus-{n_chunks}-{size}.jsonl"
+
+
+def load_texts(path: str | Path) -> list[str]:
+    """One JSON string per line: reading it never holds the whole file twice."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
 def make_corpus(n_chunks: int, size: int, cache: Path) -> list[str]:
-    path = cache / f"corpus-{n_chunks}-{size}.txt"
+    path = corpus_path(cache, n_chunks, size)
     if path.exists():
-        return path.read_text(encoding="utf-8").split(SEP)
+        return load_texts(path)
     chunks: list[str] = []
     sources = [iter(files) for files in _source_files()]
     while len(chunks) < n_chunks and sources:
@@ -97,7 +108,8 @@ def make_corpus(n_chunks: int, size: int, cache: Path) -> list[str]:
                 chunks.extend(_passages(text, size, limit=200))
     chunks = chunks[:n_chunks]
     cache.mkdir(parents=True, exist_ok=True)
-    path.write_text(SEP.join(chunks), encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(c) + "\n" for c in chunks)
     return chunks
 
 
@@ -196,11 +208,11 @@ def open_engine(engine: str, out: Path, texts: list[str]) -> Any:
     if engine == "tantivy":
         import tantivy
 
-        index = tantivy.Index.open(str(out))
-        searcher = index.searcher()
+        tindex = tantivy.Index.open(str(out))
+        searcher = tindex.searcher()
 
         def tsearch(q: str) -> Any:
-            query, _errors = index.parse_query_lenient(q, ["body"])
+            query, _errors = tindex.parse_query_lenient(q, ["body"])
             return searcher.search(query, TOP_K).hits
         return tsearch
     if engine == "rank-bm25":
@@ -220,15 +232,11 @@ def _dir_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
-def _load_texts(path: str) -> list[str]:
-    return Path(path).read_text(encoding="utf-8").split(SEP)
-
-
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.index_dir)
     result: dict[str, Any] = {"engine": args.worker, "phase": args.phase}
     if args.phase == "build":
-        texts = _load_texts(args.corpus)
+        texts = load_texts(args.corpus)
         base = _rss_mib()
         shutil.rmtree(out, ignore_errors=True)
         mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
@@ -240,7 +248,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                       disk_mib=_dir_mib(out))
         return result
     queries = json.loads(Path(args.queries_path).read_text())[: args.n_queries]
-    texts = _load_texts(args.corpus) if args.worker == "rank-bm25" else []
+    texts = load_texts(args.corpus) if args.worker == "rank-bm25" else []
     before = _rss_mib()
     t0 = time.perf_counter()
     search = open_engine(args.worker, out, texts)
@@ -356,7 +364,7 @@ def orchestrate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     chunks = make_corpus(args.chunks, args.chunk_chars, args.cache)
     queries = make_queries(chunks, args.n_queries, args.seed)
-    paths = {"corpus": args.cache / f"corpus-{args.chunks}-{args.chunk_chars}.txt",
+    paths = {"corpus": corpus_path(args.cache, args.chunks, args.chunk_chars),
              "queries": args.cache / f"queries-{args.chunks}-{args.n_queries}-{args.seed}.json",
              "indexes": args.cache / "indexes"}
     paths["queries"].write_text(json.dumps(queries))

@@ -144,9 +144,11 @@ def _load_stemmer(name: str) -> Callable[[str], str]:
         import Stemmer
     except ImportError as exc:  # pragma: no cover - PyStemmer is a core dependency
         raise MissingDependencyError("PyStemmer", "bm25", f"the {name!r} stemmer") from exc
+    stemmer = Stemmer.Stemmer("english" if name == "english" else "porter")
+    stemmer.maxCacheSize = 0  # our term cache is in front of it; its own costs 3 us a word
     if name == "english":
-        return Stemmer.Stemmer("english").stemWord  # type: ignore[no-any-return]
-    snowball_porter = Stemmer.Stemmer("porter").stemWord
+        return stemmer.stemWord  # type: ignore[no-any-return]
+    snowball_porter = stemmer.stemWord
 
     def stem(word: str) -> str:
         if len(word) < 3:
@@ -239,10 +241,15 @@ class Analyzer:
         """The shared surface-token -> term mapping ("" = dropped); grows as it is used."""
         cache = _CACHES.get(self.identity)
         if cache is None:
-            stop = STOPWORD_LISTS[self.stopwords][0]
-            cache = _TermCache(self.possessive, stop, _load_stemmer(self.stemmer))
-            _CACHES[self.identity] = cache
+            cache = _CACHES[self.identity] = _TermCache(
+                self.possessive, STOPWORD_LISTS[self.stopwords][0], _load_stemmer(self.stemmer)
+            )
         return cache
+
+    def new_term_cache(self) -> dict[str, str]:
+        """A private surface-token -> term mapping (an index build uses and drops one)."""
+        stop = STOPWORD_LISTS[self.stopwords][0]
+        return _TermCache(self.possessive, stop, _load_stemmer(self.stemmer))
 
     def split(self, text: str) -> list[str]:
         """Surface tokens before possessive removal, stopwords and stemming."""

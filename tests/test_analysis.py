@@ -101,7 +101,8 @@ def test_cjk_text_becomes_overlapping_bigrams_and_isolated_characters_unigrams()
 def test_cjk_text_is_found_by_a_query_in_the_same_script():
     from groundkit.retrieval.bm25 import BM25Index
 
-    docs = ["東京都は日本の首都です", "北京是中国的首都", "서울은 한국의 수도입니다", "Paris is French"]
+    docs = ["東京都は日本の首都です", "北京是中国的首都", "서울은 한국의 수도입니다",
+            "Paris is French"]
     index = BM25Index.build_from_texts(docs)
     assert index.search("日本の首都")[0][0] == 0
     assert index.search("中国首都")[0][0] == 1

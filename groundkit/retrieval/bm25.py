@@ -21,6 +21,7 @@ directory and renames it into place; ``load`` memory-maps the arrays and refuses
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import os
@@ -91,9 +92,10 @@ def posting_scores(
     params: BM25Params, tf: npt.NDArray[Any], dl: npt.NDArray[Any],
     df: npt.NDArray[Any], n_docs: int, avgdl: float,
 ) -> F32Array:
-    """Each posting's contribution, from its tf, its document's length and its term's df."""
-    if params.lucene_norms:
-        dl = scoring.length_lucene_byte(dl)
+    """Each posting's contribution, from its tf, its document's length and its term's df.
+
+    ``dl`` is the length scoring uses (already byte-quantised under ``lucene_norms``).
+    """
     k1, b = params.k1, params.b
     if params.method == "lucene":
         idf = scoring.idf_lucene(df.astype(np.float64), n_docs)
@@ -132,11 +134,11 @@ class _Builder:
         self.analyzer = analyzer
         self.term_ids: dict[str, int] = {}
         self.lengths: list[IntArray] = []
-        self.triples: list[tuple[IntArray, IntArray, IntArray]] = []
+        self.triples: list[tuple[npt.NDArray[np.int32], ...]] = []
         self.n_docs = 0
         self._ids = array("i")
         self._raw_lens = array("q")
-        cache, term_ids = analyzer.term_cache(), self.term_ids
+        cache, term_ids = analyzer.new_term_cache(), self.term_ids
 
         class Surface(dict[str, int]):
             def __missing__(self, token: str) -> int:
@@ -158,10 +160,10 @@ class _Builder:
         if isinstance(item, str):
             tokens = self.analyzer.split(item)
             self._ids.extend(map(self.surface_id, tokens))
+            self._raw_lens.append(len(tokens))
         else:
-            tokens = item
-            self._ids.extend(map(self.term_id, tokens))
-        self._raw_lens.append(len(tokens))
+            self._ids.extend(map(self.term_id, item))
+            self._raw_lens.append(len(item))
         if len(self._raw_lens) >= self.BATCH:
             self._flush()
 
@@ -179,8 +181,8 @@ class _Builder:
         ones = np.ones(len(ids), dtype=np.int32)
         csr = sp.csr_matrix((ones, (rows, ids)), shape=(n, len(self.term_ids)))
         csr.sum_duplicates()
-        doc = np.repeat(np.arange(n, dtype=np.int64) + self.n_docs, np.diff(csr.indptr))
-        self.triples.append((doc, csr.indices.astype(np.int64), csr.data.astype(np.int64)))
+        doc = np.repeat(np.arange(n, dtype=np.int32) + np.int32(self.n_docs), np.diff(csr.indptr))
+        self.triples.append((doc, csr.indices.astype(np.int32), csr.data.astype(np.int32)))
         self.n_docs += n
         self._ids, self._raw_lens = array("i"), array("q")
 
@@ -188,9 +190,11 @@ class _Builder:
         import scipy.sparse as sp
 
         self._flush()
+        self.surface_id = self.term_id = lambda _: -1  # drop the token caches
         terms = sorted(self.term_ids, key=lambda t: (term_hash(t), t))
-        new_id = np.empty(len(terms), dtype=np.int64)
-        new_id[[self.term_ids[t] for t in terms]] = np.arange(len(terms))
+        new_id = np.empty(len(terms), dtype=np.int32)
+        new_id[[self.term_ids[t] for t in terms]] = np.arange(len(terms), dtype=np.int32)
+        self.term_ids.clear()
         doc, col, tf = _concat3(self.triples)
         self.triples.clear()
         dl = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
@@ -203,9 +207,9 @@ class _Builder:
         )
 
 
-def _concat3(parts: list[tuple[IntArray, IntArray, IntArray]]) -> tuple[IntArray, ...]:
+def _concat3(parts: list[tuple[npt.NDArray[np.int32], ...]]) -> tuple[npt.NDArray[Any], ...]:
     if not parts:
-        return tuple(np.zeros(0, np.int64) for _ in range(3))
+        return tuple(np.zeros(0, np.int32) for _ in range(3))
     return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
@@ -256,9 +260,9 @@ class BM25Index:
         self.n_docs = len(self.doc_lengths)
         self.n_docs_nonempty, self.avgdl = n_docs_nonempty, avgdl
         self._blob = terms_blob
-        self._hash_view = memoryview(np.ascontiguousarray(self.term_hashes)).cast("B").cast("I")
-        self._ptr_view = memoryview(np.ascontiguousarray(self.indptr)).cast("B").cast("q")
-        self._off_view = memoryview(np.ascontiguousarray(self.term_offsets)).cast("B").cast("q")
+        self._hash_view = _view(self.term_hashes, "I")
+        self._ptr_view = _view(self.indptr, "q")
+        self._off_view = _view(self.term_offsets, "q")
         self._local = threading.local()
         self.max_scores: F32Array = arrays["max_scores"]
         self.kth10: F32Array = arrays["kth10"]
@@ -295,7 +299,9 @@ class BM25Index:
         nonempty = int(np.count_nonzero(doc_lengths))
         avgdl = float(doc_lengths.sum()) / nonempty if nonempty else 0.0
         per_posting_df = np.repeat(df.astype(np.int32), df)
-        scores = posting_scores(params, tfs, doc_lengths[docs], per_posting_df, nonempty, avgdl)
+        dl = scoring.length_lucene_byte(doc_lengths) if params.lucene_norms else doc_lengths
+        scores = posting_scores(params, tfs, dl.astype(np.int32)[docs], per_posting_df, nonempty,
+                                avgdl)
         del per_posting_df
         encoded = [t.encode("utf-8", "surrogatepass") for t in terms]
         offsets = np.zeros(len(terms) + 1, dtype=np.int64)
@@ -524,7 +530,7 @@ class BM25Index:
             files: dict[str, Any] = {}
             for name in _FILES:
                 arr = np.ascontiguousarray(getattr(self, name))
-                _write_file(tmp / f"{name}.npy", lambda f, a=arr: np.save(f, a))
+                _write_file(tmp / f"{name}.npy", functools.partial(_save_npy, arr))
                 files[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape),
                                "bytes": (tmp / f"{name}.npy").stat().st_size}
             blob = bytes(self._blob)
@@ -607,7 +613,17 @@ def _top_k(docs: npt.NDArray[Any], scores: npt.NDArray[Any], k: int) -> IntArray
     else:
         cand = np.arange(len(scores))
     order = np.lexsort((docs[cand], -scores[cand]))[:k]
-    return cand[order]  # type: ignore[no-any-return]
+    return np.asarray(cand[order], dtype=np.int64)
+
+
+def _view(arr: npt.NDArray[Any], fmt: str) -> Any:
+    """A flat memoryview whose items index as Python ints (no numpy scalar per lookup)."""
+    buffer: Any = np.ascontiguousarray(arr)
+    return memoryview(buffer).cast("B").cast(fmt)  # type: ignore[call-overload]
+
+
+def _save_npy(arr: npt.NDArray[Any], f: Any) -> None:
+    np.save(f, arr)
 
 
 def _write_file(path: Path, write: Callable[[Any], Any]) -> None:
@@ -649,7 +665,8 @@ def _open_array(root: Path, name: str, spec: dict[str, Any] | None) -> npt.NDArr
         if spec is None or path.stat().st_size != spec["bytes"]:
             raise _damaged(root, f"{path.name} is missing from meta.json or has the wrong size")
         empty = 0 in spec["shape"]
-        arr = np.load(path, mmap_mode=None if empty else "r", allow_pickle=False)
+        arr: npt.NDArray[Any] = np.load(path, mmap_mode=None if empty else "r",
+                                        allow_pickle=False)
     except OSError as exc:
         raise _damaged(root, f"{path.name}: {exc}") from exc
     except ValueError as exc:

@@ -101,7 +101,8 @@ def score_lucene_float32(
     weight = np.asarray(idf, dtype=f32)
     norm = f32(k1) * (f32(1 - b) + f32(b) * np.asarray(dl, dtype=f32) / f32(avgdl))
     norm_inverse = f32(1) / norm
-    return weight - weight / (f32(1) + np.asarray(tf, dtype=f32) * norm_inverse)  # type: ignore[no-any-return]
+    score = weight - weight / (f32(1) + np.asarray(tf, dtype=f32) * norm_inverse)
+    return score.astype(np.float32, copy=False)
 
 
 _NUM_FREE_VALUES = 24

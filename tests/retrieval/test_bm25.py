@@ -205,7 +205,7 @@ def test_damaged_files_are_refused(tmp_path, damage):
         (root / "meta.json").write_text("{not json")
     else:
         np.save(root / "docs.npy", np.zeros(3, dtype=np.int64))
-    with pytest.raises(IndexMismatchError, match="damaged|no BM25"):
+    with pytest.raises(IndexMismatchError, match=r"damaged|no BM25"):
         BM25Index.load(root, STAMP)
 
 
