@@ -44,14 +44,19 @@ class Plan:
     stages: list[Stage]
 
 
-def preflight(golden_path: str | Path, stage_names: list[str] | None) -> Plan:
-    """Validate the whole experiment; raise one clear error before any retrieval."""
+def preflight(golden_path: str | Path, stage_names: list[str] | None, *,
+              coverage: bool = True) -> Plan:
+    """Validate the whole experiment; raise one clear error before any retrieval.
+
+    ``coverage=False`` skips the golden corpus's size minimums (for small
+    fixture corpora); quotes, checksums and ids are always checked.
+    """
     stages = resolve(stage_names)
     for stage in stages:
         for module in stage.needs:
             if importlib.util.find_spec(module) is None:
                 raise MissingDependencyError(module, "dense", f"stage {stage.name!r}")
-    golden = load_golden(golden_path)  # IntegrityError on any lint or checksum problem
+    golden = load_golden(golden_path, coverage=coverage)  # IntegrityError on any problem
     manifest = (Path(golden_path) / MANIFEST_FILE).read_bytes()
     return Plan(golden, hashlib.sha256(manifest).hexdigest(), stages)
 
@@ -125,10 +130,12 @@ def evaluate(
     *,
     stage_names: list[str] | None = None,
     settings: rpt.Settings | None = None,
+    coverage: bool = True,
+    run_block: dict[str, Any] | None = None,
     log: Log = lambda line: print(line, file=sys.stderr),
 ) -> dict[str, Any]:
     """Run the experiment and write ``latest.json`` and the TREC runs into ``out_dir``."""
-    plan = preflight(golden_path, stage_names)
+    plan = preflight(golden_path, stage_names, coverage=coverage)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="groundkit-eval-") as home:
@@ -144,7 +151,7 @@ def evaluate(
               "stages": [s.name for s in plan.stages]}
     built = rpt.build_report(questions=questions_of(plan.golden), qrels={}, stages=stages,
                              baseline=BASELINE, provenance=provenance, config=config,
-                             settings=settings)
+                             settings=settings, run=run_block)
     rpt.write_json(built, out / "latest.json")
     return built
 
