@@ -71,7 +71,7 @@ def ranking(run: Mapping[str, Mapping[str, float]]) -> dict[str, list[tuple[str,
 
 
 def _reverse(doc_id: str) -> tuple[int, ...]:
-    return tuple(-ord(ch) for ch in doc_id) + (1,)
+    return (*(-ord(ch) for ch in doc_id), 1)
 
 
 def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:

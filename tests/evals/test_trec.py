@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evals.trec import TrecFormatError, ranking, read_qrels, read_run, write_qrels, write_run
+
+
+def test_a_run_round_trips_through_a_trec_file(tmp_path: Path) -> None:
+    ranked = {"q2": [("d9", 3.5), ("d1", 1.25)], "q1": [("d3", 0.5)]}
+    path = write_run(tmp_path / "run.trec", ranked, tag="gk")
+    assert path.read_text().splitlines()[0] == "q1 Q0 d3 1 0.500000 gk"
+    assert read_run(path) == {"q1": {"d3": 0.5}, "q2": {"d9": 3.5, "d1": 1.25}}
+
+
+def test_qrels_round_trip(tmp_path: Path) -> None:
+    qrels = {"q1": {"a": 2, "b": 1}, "q2": {"c": 0}}
+    assert read_qrels(write_qrels(tmp_path / "q.txt", qrels)) == qrels
+
+
+def test_ties_are_ordered_as_trec_eval_does_by_doc_id_descending() -> None:
+    run = {"q": {"a": 1.0, "c": 1.0, "b": 2.0, "ab": 1.0}}
+    assert [d for d, _ in ranking(run)["q"]] == ["b", "c", "ab", "a"]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("q1 Q0 d1 1 0.5", "6 fields"), ("q1 Q0 d1 1 high tag", "not a number"),
+    ("q1 Q0 d1 1 nan tag", "not finite"),
+])
+def test_malformed_run_lines_are_errors_naming_the_line(
+    tmp_path: Path, line: str, message: str,
+) -> None:
+    path = tmp_path / "bad.trec"
+    path.write_text("q0 Q0 d0 1 1.0 tag\n" + line + "\n")
+    with pytest.raises(TrecFormatError, match=f"bad.trec:2: .*{message}"):
+        read_run(path)
+
+
+def test_ids_with_whitespace_cannot_be_written(tmp_path: Path) -> None:
+    with pytest.raises(TrecFormatError, match="whitespace"):
+        write_run(tmp_path / "r", {"q 1": [("d", 1.0)]}, tag="t")
