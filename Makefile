@@ -48,7 +48,8 @@ pytest: $(STAMP) browser ## the pytest suite alone
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
 
 eval: $(STAMP) ## index golden v1, run every default stage, write reports, check the gates
-	$(PY) -m evals run --golden golden/v1 --out evals/results --html reports/latest.html
+	$(PY) -m evals run --golden golden/v1 --out evals/results --html reports/latest.html \
+	  --expected evals/expected/golden-v1.json
 
 bench: $(STAMP) ## benchmarks: throughput, latency, memory, with ratios against peers
 	$(PY) bench/run_all.py

@@ -19,7 +19,7 @@ def _run(args: argparse.Namespace) -> int:
 
     t = time.perf_counter()
     settings = report.Settings(seed=args.seed, resamples=args.resamples,
-                               permutations=args.permutations)
+                               permutations=args.permutations, hits_shown=args.hits_shown)
     built = runner.evaluate(args.golden, args.out, stage_names=args.stages, settings=settings)
     print(runner.summary_table(built, ["Success@1", "Success@10", "nDCG@10", "R@100"]))
     print(f"\nreport: {Path(args.out) / 'latest.json'}")
@@ -68,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--resamples", type=int, default=10_000)
     run.add_argument("--permutations", type=int, default=10_000)
+    run.add_argument("--hits-shown", type=int, default=5,
+                     help="hits per question kept in the drill-down (default 5)")
     run.set_defaults(handler=_run)
     expect = sub.add_parser("expect", help="pin a report's values as expected (deliberate)")
     expect.add_argument("--report", default=str(REPO / "evals" / "results" / "latest.json"))

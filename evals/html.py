@@ -258,7 +258,9 @@ def _forest_section(report: Report) -> str:
 
 
 def _forest_plot(measure: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    left, width, right, row_h, top = 100, 260, 170, 26, 28
+    # The label column grows with the longest stage name (about 7 px a character).
+    left = 16 + 7 * max([len(str(r["stage"])) for r in rows] or [8])
+    width, right, row_h, top = 260, 170, 26, 28
     extent = [abs(float(r[k])) for r in rows for k in ("ci_low", "ci_high", "delta")]
     limit = 1.1 * max([0.01, *extent])
     height = top + row_h * len(rows) + 22
