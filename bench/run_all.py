@@ -1,0 +1,38 @@
+"""``make bench``: every benchmark in one run, each in its own process.
+
+Each script prints its figures and writes ``.bench/<name>.json``; ratios are
+against a named peer measured in the same run. A failing benchmark is reported
+and the others still run; the exit status is non-zero if any failed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["bench_index.py", "bench_bm25.py", "bench_eval.py", "bench_eval_stats.py",
+         "bench_external.py", "bench_dense.py", "bench_mcp.py"]
+
+
+def main() -> int:
+    scripts = [HERE / name for name in ORDER if (HERE / name).is_file()]
+    scripts += sorted(p for p in HERE.glob("bench_*.py") if p.name not in ORDER)
+    failed = []
+    for script in scripts:
+        print(f"\n=== {script.name} ===", flush=True)
+        t = time.perf_counter()
+        code = subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode
+        print(f"--- {script.name}: {'ok' if code == 0 else f'FAILED ({code})'} "
+              f"in {time.perf_counter() - t:.0f}s", flush=True)
+        if code:
+            failed.append(script.name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
