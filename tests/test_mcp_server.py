@@ -1,0 +1,394 @@
+"""The MCP server's four tools, driven in memory through the SDK's own client.
+
+Every test talks MCP: ``mcp.Client(server)`` dispatches in-process (the
+2026-07-28 per-request path), ``mode="legacy"`` runs the 2025-11-25 initialize
+handshake over in-memory streams. Transports are in test_mcp_transports.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import TreeMaker
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult
+
+from groundkit import mcp_server
+from groundkit.collection import Collection, IndexConfig, index
+from groundkit.mcp_server import MAX_TOP_K, build_server
+from groundkit.model import OFFSET_UNIT
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"
+MODES = ["legacy", "2026-07-28"]
+DOCS = {
+    "logs.md": "# Logs\n\n🚀 Deployment logs are kept for 30 days. Audit logs for a year.\n",
+    "oncall.md": "# On-call\n\nThe on-call engineer restarts the ingest worker.\n",
+    "notes/codes.txt": "Error E4012 means the upload quota was exceeded.\n",
+}
+SECRET = "TOP-SECRET-OUTSIDE-THE-ROOT"
+
+
+@pytest.fixture
+def root(make_tree: TreeMaker) -> Path:
+    return make_tree(DOCS)
+
+
+@pytest.fixture
+def server(root: Path, home: Path) -> MCPServer:
+    index("k", IndexConfig(roots=(str(root),)), home=home)
+    return build_server(home=home)
+
+
+def session(server: MCPServer, body: Callable[[Client], Awaitable[Any]],
+            mode: str = "2026-07-28") -> Any:
+    async def main() -> Any:
+        async with Client(server, mode=mode) as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+def call(server: MCPServer, tool: str, args: dict[str, Any],
+         mode: str = "2026-07-28") -> CallToolResult:
+    result: CallToolResult = session(server, lambda c: c.call_tool(tool, args), mode)
+    return result
+
+
+def ok(server: MCPServer, tool: str, args: dict[str, Any], mode: str = "2026-07-28",
+       ) -> dict[str, Any]:
+    result = call(server, tool, args, mode)
+    assert not result.is_error, result.content
+    data: dict[str, Any] = result.structured_content
+    return data
+
+
+def error(server: MCPServer, tool: str, args: dict[str, Any]) -> str:
+    result = call(server, tool, args)
+    assert result.is_error and result.structured_content is None
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    return text
+
+
+def tool_definitions(server: MCPServer) -> list[dict[str, Any]]:
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for t in anyio.run(server.list_tools)]
+
+
+def test_the_server_offers_exactly_four_tools_all_annotated_read_only(
+        server: MCPServer) -> None:
+    tools = {t["name"]: t for t in tool_definitions(server)}
+    assert sorted(tools) == ["fetch_chunk", "index_status", "list_collections", "search"]
+    for tool in tools.values():
+        hints = tool["annotations"]
+        assert (hints["readOnlyHint"], hints["destructiveHint"], hints["idempotentHint"],
+                hints["openWorldHint"]) == (True, False, True, False)
+        assert tool["inputSchema"]["additionalProperties"] is False
+        assert tool["outputSchema"]["type"] == "object"
+
+
+def test_tool_definitions_match_the_committed_snapshot(server: MCPServer) -> None:
+    """Names, descriptions, schemas and annotations are a contract; change them on purpose.
+
+    Regenerate with GROUNDKIT_UPDATE_SNAPSHOTS=1 after a deliberate change.
+    """
+    current = json.dumps(tool_definitions(server), indent=2, sort_keys=True,
+                         ensure_ascii=False) + "\n"
+    if os.environ.get("GROUNDKIT_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(current, encoding="utf-8")
+    assert current == SNAPSHOT.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_search_hits_are_citations_whose_offsets_slice_the_document(
+        server: MCPServer, root: Path, mode: str) -> None:
+    out = ok(server, "search", {"query": "how long are deployment logs kept"}, mode)
+    assert out["mode"] == "bm25" and out["collections"] == ["k"]
+    top = out["hits"][0]
+    text = (root / top["path"]).read_text(encoding="utf-8")
+    assert top["rank"] == 1 and top["collection"] == "k" and top["chunk_id"].startswith("k:")
+    assert top["offset_unit"] == OFFSET_UNIT == "codepoint"
+    assert text[top["start"]:top["end"]] == top["text"]
+    utf16 = text.encode("utf-16-le")
+    assert utf16[2 * top["utf16_start"]:2 * top["utf16_end"]].decode("utf-16-le") == top["text"]
+    assert top["utf16_end"] == top["end"] + 1  # the rocket is two UTF-16 code units
+    raw = (root / top["path"]).read_bytes()
+    assert raw[top["byte_start"]:top["byte_end"]].decode() == top["text"]
+    assert (top["start_line"], top["end_line"]) == (1, 3) and top["verdict"] is None
+
+
+def test_search_agrees_with_the_python_api(server: MCPServer, home: Path) -> None:
+    out = ok(server, "search", {"query": "logs worker quota", "top_k": 5})
+    with Collection.open("k", home) as coll:
+        api = [(h.chunk.chunk_id, h.score) for h in coll.search("logs worker quota", top_k=5)]
+    assert [(h["chunk_id"], h["score"]) for h in out["hits"]] == api
+
+
+def test_search_abstains_with_no_hits_when_nothing_matches(server: MCPServer) -> None:
+    assert ok(server, "search", {"query": "zebra xylophone"})["hits"] == []
+    assert ok(server, "search", {"query": "the of and"})["hits"] == []
+
+
+def test_search_with_verify_attaches_a_verdict_to_every_hit(server: MCPServer) -> None:
+    hits = ok(server, "search", {"query": "logs engineer", "verify": True})["hits"]
+    assert len(hits) == 2
+    assert all(h["verdict"]["status"] == "verified" for h in hits)
+
+
+def test_an_unavailable_mode_is_an_error_never_a_silent_bm25_search(server: MCPServer) -> None:
+    message = error(server, "search", {"query": "logs", "mode": "dense"})
+    assert "dense" in message
+
+
+def test_search_over_several_collections_merges_by_score_and_names_each_collection(
+        make_tree: TreeMaker, home: Path) -> None:
+    index("a", IndexConfig(roots=(str(make_tree({"x.md": "logs logs logs rotate"})),)),
+          home=home)
+    index("b", IndexConfig(roots=(str(make_tree({"y.md": "logs once, then more words"})),)),
+          home=home)
+    out = ok(build_server(home=home), "search", {"query": "logs", "collections": ["b", "a"]})
+    assert out["collections"] == ["b", "a"]
+    assert [h["collection"] for h in out["hits"]] == ["a", "b"]
+    assert [h["rank"] for h in out["hits"]] == [1, 2]
+    assert out["hits"][0]["score"] >= out["hits"][1]["score"]
+
+
+def test_every_retrieved_text_is_labelled_untrusted(server: MCPServer) -> None:
+    found = ok(server, "search", {"query": "logs"})
+    fetched = ok(server, "fetch_chunk", {"chunk_id": found["hits"][0]["chunk_id"]})
+    assert found["content_trust"] == fetched["content_trust"] == "untrusted-document-text"
+    descriptions = {t["name"]: t["description"] for t in tool_definitions(server)}
+    assert "untrusted" in descriptions["search"] and "untrusted" in descriptions["fetch_chunk"]
+
+
+def test_the_text_block_repeats_the_structured_json(server: MCPServer) -> None:
+    result = call(server, "search", {"query": "logs"})
+    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+
+
+def test_fetch_chunk_verifies_an_unchanged_citation(server: MCPServer) -> None:
+    hit = ok(server, "search", {"query": "E4012"})["hits"][0]
+    out = ok(server, "fetch_chunk", {"chunk_id": hit["chunk_id"]})
+    assert (out["status"], out["collection"], out["path"]) == ("verified", "k", "notes/codes.txt")
+    assert out["current_text"] == out["stored_text"] == hit["text"]
+    assert (out["start"], out["end"], out["utf16_start"]) == (hit["start"], hit["end"],
+                                                             hit["utf16_start"])
+
+
+def test_fetch_chunk_reports_a_moved_span_as_drifted_with_relocated_offsets(
+        server: MCPServer, root: Path) -> None:
+    hit = ok(server, "search", {"query": "ingest worker"})["hits"][0]
+    (root / "oncall.md").write_text("Moved down.\n" + DOCS["oncall.md"], encoding="utf-8")
+    out = ok(server, "fetch_chunk", {"chunk_id": hit["chunk_id"]})
+    assert out["status"] == "drifted" and "relocated" in out["reason"]
+    assert (out["relocated_start"], out["relocated_end"]) == (hit["start"] + 12, hit["end"] + 12)
+
+
+def test_a_file_swapped_for_a_symlink_out_of_the_root_is_unresolvable_and_unread(
+        server: MCPServer, root: Path, tmp_path: Path) -> None:
+    hit = ok(server, "search", {"query": "E4012"})["hits"][0]
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET + "\n" + DOCS["notes/codes.txt"])
+    (root / "notes" / "codes.txt").unlink()
+    (root / "notes" / "codes.txt").symlink_to(outside)
+    result = call(server, "fetch_chunk", {"chunk_id": hit["chunk_id"]})
+    out = result.structured_content
+    assert out["status"] == "unresolvable" and "outside" in out["reason"]
+    assert out["current_text"] is None and SECRET not in result.model_dump_json()
+    (root / "notes").rename(root / "gone")
+    (root / "notes").symlink_to(tmp_path)
+    assert ok(server, "fetch_chunk", {"chunk_id": hit["chunk_id"]})["status"] == "unresolvable"
+
+
+@pytest.mark.parametrize("chunk_id", ["k:0123456789abcdef0123", "nope:0123456789abcdef0123"])
+def test_fetch_chunk_of_an_unknown_chunk_or_collection_is_unresolvable(
+        server: MCPServer, chunk_id: str) -> None:
+    out = ok(server, "fetch_chunk", {"chunk_id": chunk_id})
+    assert out["status"] == "unresolvable" and out["current_text"] is None
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("fetch_chunk", {"chunk_id": "../../../etc/passwd"}),
+    ("fetch_chunk", {"chunk_id": "/etc/passwd"}),
+    ("fetch_chunk", {"chunk_id": "k:../../../../etc/passwd"}),
+    ("fetch_chunk", {"chunk_id": "..:0123456789abcdef0123"}),
+    ("fetch_chunk", {"chunk_id": "k:0123456789abcdef0123\n"}),
+    ("search", {"query": "logs", "collections": ["../k"]}),
+    ("search", {"query": "logs", "collections": ["/etc"]}),
+    ("search", {"query": "logs", "collections": ["k/../../x"]}),
+    ("index_status", {"collection": ".."}),
+    ("index_status", {"collection": "k/../k"}),
+])
+def test_traversal_strings_and_absolute_paths_are_rejected_before_any_file_is_opened(
+        server: MCPServer, tool: str, args: dict[str, Any]) -> None:
+    message = error(server, tool, args)
+    assert "pattern" in message and "Traceback" not in message
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("search", {"query": "logs", "path": "/etc/passwd"}),
+    ("search", {"query": "logs", "topk": 3}),
+    ("fetch_chunk", {"chunk_id": "k:0123456789abcdef0123", "root": "/"}),
+    ("list_collections", {"home": "/tmp"}),
+    ("index_status", {"collection": "k", "verbose": True}),
+])
+def test_unknown_arguments_are_rejected_not_ignored(
+        server: MCPServer, tool: str, args: dict[str, Any]) -> None:
+    assert "Extra inputs are not permitted" in error(server, tool, args)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"query": "x" * 10_001}, "at most 10000 characters"),
+    ({"query": ""}, "at least 1 character"),
+    ({"query": "logs", "top_k": 0}, "greater than or equal to 1"),
+    ({"query": "logs", "top_k": MAX_TOP_K + 1}, f"less than or equal to {MAX_TOP_K}"),
+    ({"query": "logs", "collections": ["k"] * 33}, "at most 32 items"),
+    ({"query": "logs", "collections": []}, "at least 1 item"),
+    ({"query": "logs", "mode": "magic"}, "bm25"),
+    ({"query": ["logs"]}, "valid string"),
+])
+def test_oversize_and_out_of_range_inputs_are_rejected_with_a_clear_message(
+        server: MCPServer, args: dict[str, Any], message: str) -> None:
+    text = error(server, "search", args)
+    assert message in text and len(text) < 2000
+
+
+def test_a_10000_character_query_is_accepted(server: MCPServer) -> None:
+    assert ok(server, "search", {"query": ("logs " * 2000)[:10_000]})["hits"]
+
+
+def test_an_unknown_collection_is_an_error_naming_the_served_ones(server: MCPServer) -> None:
+    assert "unknown collection 'nope'; served: k" in error(
+        server, "search", {"query": "logs", "collections": ["nope"]})
+    assert "unknown collection" in error(server, "index_status", {"collection": "nope"})
+
+
+def test_a_damaged_index_is_an_error_without_traceback_or_path(
+        server: MCPServer, home: Path) -> None:
+    with Collection.open("k", home) as coll:
+        (coll.generation_dir / "rowids.npy").write_bytes(b"junk")
+    message = error(server, "search", {"query": "logs"})
+    assert "damaged" in message and "grk check" in message
+    assert str(home) not in message and "/" not in message.replace("grk check", "")
+
+
+def test_a_result_over_the_size_cap_cuts_the_lowest_ranked_text_and_flags_it(
+        server: MCPServer, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    full = ok(server, "search", {"query": "logs engineer ingest worker"})
+    cap = len(json.dumps(full, ensure_ascii=False, separators=(",", ":")).encode()) - 30
+    monkeypatch.setattr(mcp_server, "MAX_RESPONSE_BYTES", cap)
+    result = call(server, "search", {"query": "logs engineer ingest worker"})
+    out = result.structured_content
+    assert len(result.content[0].text.encode()) <= cap  # type: ignore[union-attr]
+    assert out["truncated"] and [h["text_truncated"] for h in out["hits"]] == [False, True]
+    last = out["hits"][-1]
+    whole = (root / last["path"]).read_text(encoding="utf-8")[last["start"]:last["end"]]
+    assert whole.startswith(last["text"]) and len(last["text"]) < len(whole)
+
+
+def test_status_lists_are_capped_and_flagged() -> None:
+    stats = mcp_server.RetrieverStats(serving_generation=1, opens=1, bm25_loads=1,
+                                      generation_changes=0, last_generation_change_at=None,
+                                      server_started_at="now")
+    out = mcp_server.StatusOutput(
+        collection="k", generation=1, indexed_at="now", documents=0, chunks=0, roots=[],
+        chunker={}, analyzer={}, bm25={}, embedding=None, retriever=stats, skipped_total=5000,
+        skipped=[mcp_server.Skipped(path=f"{i:0200d}", reason="too large") for i in range(5000)],
+        changed_since_indexing=mcp_server.Changes(modified=[], missing=[], added=["a"] * 999),
+        truncated=False)
+    fitted = mcp_server.fit_status(out)
+    assert fitted.truncated and len(fitted.skipped) <= mcp_server.MAX_LIST_ITEMS
+    assert len(fitted.model_dump_json()) <= mcp_server.MAX_RESPONSE_BYTES
+
+
+def test_list_collections_gives_names_roots_and_counts(
+        server: MCPServer, root: Path) -> None:
+    [info] = ok(server, "list_collections", {})["collections"]
+    assert (info["name"], info["roots"], info["documents"], info["chunks"]) == (
+        "k", [str(root.resolve())], 3, 3)
+
+
+def test_index_status_reports_counts_settings_skips_and_changes(
+        root: Path, home: Path) -> None:
+    (root / "big.md").write_text("x" * 200)
+    index("k", IndexConfig(roots=(str(root),), max_bytes=100), home=home)
+    server = build_server(home=home)
+    (root / "logs.md").write_text("changed", encoding="utf-8")
+    (root / "new.md").write_text("new", encoding="utf-8")
+    (root / "oncall.md").unlink()
+    out = ok(server, "index_status", {"collection": "k"})
+    assert (out["documents"], out["chunks"], out["generation"]) == (3, 3, 1)
+    assert out["analyzer"]["stemmer"] == "porter" and out["bm25"]["k1"] == 0.9
+    assert out["embedding"] is None
+    assert out["skipped"] == [{"path": "big.md", "reason": "too large (200 bytes > limit 100)"}]
+    assert out["changed_since_indexing"] == {"modified": ["logs.md"], "missing": ["oncall.md"],
+                                             "added": ["new.md"]}
+    quick = ok(server, "index_status", {"collection": "k", "check_changes": False})
+    assert quick["changed_since_indexing"] is None and "directory" not in quick
+
+
+def test_a_new_generation_is_noticed_reloaded_and_counted(root: Path, home: Path) -> None:
+    index("k", IndexConfig(roots=(str(root),)), home=home)
+    server = build_server(home=home)
+    assert ok(server, "search", {"query": "zeppelin"})["hits"] == []
+    before = ok(server, "index_status", {"collection": "k", "check_changes": False})["retriever"]
+    assert (before["opens"], before["bm25_loads"], before["generation_changes"]) == (1, 1, 0)
+    (root / "z.md").write_text("The zeppelin hangar.", encoding="utf-8")
+    index("k", IndexConfig(roots=(str(root),)), home=home)
+    assert ok(server, "search", {"query": "zeppelin"})["hits"][0]["path"] == "z.md"
+    after = ok(server, "index_status", {"collection": "k", "check_changes": False})["retriever"]
+    assert after["serving_generation"] == 2 and after["last_generation_change_at"]
+    assert (after["opens"], after["bm25_loads"], after["generation_changes"]) == (2, 2, 1)
+    ok(server, "search", {"query": "zeppelin"})
+    again = ok(server, "index_status", {"collection": "k", "check_changes": False})["retriever"]
+    assert (again["opens"], again["bm25_loads"]) == (2, 2)
+
+
+def test_restricting_the_server_to_named_collections_hides_the_others(
+        make_tree: TreeMaker, home: Path) -> None:
+    index("a", IndexConfig(roots=(str(make_tree({"x.md": "alpha logs"})),)), home=home)
+    index("b", IndexConfig(roots=(str(make_tree({"y.md": "beta logs"})),)), home=home)
+    other = Collection.open("b", home)
+    b_chunk = other.chunks()[0].chunk_id
+    other.close()
+    server = build_server(home=home, collections=["a"])
+    assert [c["name"] for c in ok(server, "list_collections", {})["collections"]] == ["a"]
+    assert [h["collection"] for h in ok(server, "search", {"query": "logs"})["hits"]] == ["a"]
+    assert "unknown collection 'b'" in error(server, "search",
+                                             {"query": "logs", "collections": ["b"]})
+    out = ok(server, "fetch_chunk", {"chunk_id": b_chunk})
+    assert out["status"] == "unresolvable" and out["stored_text"] is None
+
+
+def test_an_unknown_restricted_collection_fails_at_startup(home: Path) -> None:
+    from groundkit.errors import CollectionNotFoundError
+
+    with pytest.raises(CollectionNotFoundError):
+        build_server(home=home, collections=["missing"])
+
+
+def test_an_empty_home_lists_nothing_and_search_says_why(home: Path) -> None:
+    server = build_server(home=home)
+    assert ok(server, "list_collections", {})["collections"] == []
+    assert "no collections" in error(server, "search", {"query": "logs"})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_both_protocol_revisions_negotiate_and_call_every_tool(
+        server: MCPServer, mode: str) -> None:
+    async def body(client: Client) -> tuple[str, list[bool]]:
+        hit = (await client.call_tool("search", {"query": "logs"})).structured_content
+        results = [await client.call_tool(name, args) for name, args in [
+            ("fetch_chunk", {"chunk_id": hit["hits"][0]["chunk_id"]}),
+            ("list_collections", {}), ("index_status", {"collection": "k"})]]
+        return client.session.protocol_version, [r.is_error for r in results]
+
+    version, errors = session(server, body, mode)
+    assert version == {"legacy": "2025-11-25"}.get(mode, mode) and errors == [False] * 3
