@@ -174,10 +174,10 @@ def http_url(home: Path) -> Iterator[str]:
 
 @asynccontextmanager
 async def _client(url: str, mode: str, token: str = TOKEN) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                  timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            yield client
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http), mode=mode) as client):
+        yield client
 
 
 def _run(url: str, mode: str, body: Callable[[Client], Awaitable[Any]]) -> Any:
@@ -220,10 +220,10 @@ def test_fifty_concurrent_http_searches_all_return_the_right_hits(
         got[i] = [(h["chunk_id"], h["score"]) for h in result.structured_content["hits"]]
 
     async def main() -> None:
-        async with _client(http_url, "legacy") as a, _client(http_url, "2026-07-28") as b:
-            async with anyio.create_task_group() as tg:
-                for i in range(N_DOCS):
-                    tg.start_soon(one, (a, b)[i % 2], i)
+        async with (_client(http_url, "legacy") as a, _client(http_url, "2026-07-28") as b,
+                    anyio.create_task_group() as tg):
+            for i in range(N_DOCS):
+                tg.start_soon(one, (a, b)[i % 2], i)
 
     anyio.run(main)
     assert got == expected
@@ -262,7 +262,7 @@ def test_an_sdk_client_with_a_wrong_token_gets_no_answer(http_url: str, mode: st
         async with _client(http_url, mode, token="wrong-token-0123456789abcdef") as client:
             await client.list_tools()
 
-    with pytest.raises(BaseException) as info:  # noqa: PT011 - the SDK raises it in groups
+    with pytest.raises(BaseException) as info:  # the SDK raises it inside exception groups
         anyio.run(main)
     assert "MCPError" in repr(info.value) and "tools" not in repr(info.value)
 
@@ -368,9 +368,9 @@ def test_tools_work_on_a_read_only_collection_served_by_an_unprivileged_process(
                 ("list_collections", {}), ("index_status", {"collection": "k"})]]
 
         async def main() -> list[Any]:
-            async with httpx2.AsyncClient(timeout=60) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    return await body(client)
+            async with (httpx2.AsyncClient(timeout=60) as http,
+                        Client(streamable_http_client(url, http_client=http)) as client):
+                return await body(client)
 
         results = anyio.run(main)
     finally:
