@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from conftest import TreeMaker
 
 from groundkit.cli import main
-from groundkit.cli_serve import HttpGuard, HttpOptions
+from groundkit.cli_serve import HttpGuard, HttpOptions, bind
 from groundkit.collection import IndexConfig, index
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,6 +95,11 @@ def test_the_host_allow_list_is_this_port_only_plus_what_is_asked_for() -> None:
     assert options.allowed_hosts(8765) == ["127.0.0.1:8765", "localhost:8765",
                                            "example.test:8765", "other.test:81"]
     assert HttpOptions(host="::1").allowed_hosts(5) == ["[::1]:5", "localhost:5"]
+
+
+def test_the_listening_socket_is_tcp_so_responses_are_not_delayed_by_nagle() -> None:
+    with bind("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP and sock.getsockname()[1] > 0
 
 
 async def _app(scope: object, receive: object, send: object) -> None:
