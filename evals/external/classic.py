@@ -64,9 +64,7 @@ def records(text: str, where: str) -> Iterator[tuple[str, dict[str, str]]]:
         elif marker and not marker.group(2):
             if record_id is None:
                 raise DatasetError(f"{where}:{number}: field {line!r} before the first '.I'")
-            current = fields.setdefault(marker.group(1), [])
-            if current:
-                current.append("")  # a repeated field continues on a new line
+            current = fields.setdefault(marker.group(1), [])  # a repeated field continues
         elif current is not None:
             current.append(line)
         elif line.strip():

@@ -24,7 +24,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import trec
-from evals.external import engines
+from evals.external import engines, runs
 from evals.external.dataset import Dataset, positive_qrels
 from evals.external.prepare import Prepared
 from evals.external.registry import DatasetSpec, Reference
@@ -76,8 +76,21 @@ def rank_stage(stage: ExternalStage, prep: Prepared, query_ids: Sequence[str],
         terms = prep.unit_terms(stage.units, stage.analyzer, stage.stopwords)
         make = engines.bm25s_ranker if stage.engine == "bm25s" else engines.rank_bm25_ranker
         ranker = make(terms, analyze, stage.bm25, unit_depth)
-    return {q: engines.to_documents(ranker(prep.dataset.queries[q]), units.doc_of, depth)
-            for q in query_ids}
+    out = {}
+    for q in query_ids:
+        docs = engines.to_documents(ranker(prep.dataset.queries[q]), units.doc_of, depth)
+        out[q] = _tie_order(docs, prep.doc_ids)
+    return out
+
+
+def _tie_order(docs: list[tuple[int, float, int]], doc_ids: Sequence[str],
+               ) -> list[tuple[int, float, int]]:
+    """Exact score ties in trec_eval's order (doc id descending), as a run file reads back."""
+    scores = [s for _, s, _ in docs]
+    if len(set(scores)) == len(scores):
+        return docs
+    by_id = {doc_ids[d]: (d, s, u) for d, s, u in docs}
+    return [by_id[doc_id] for doc_id, _ in runs.trec_order([(doc_ids[d], s) for d, s, _ in docs])]
 
 
 def run_file_hits(path: str | Path, prep: Prepared, query_ids: Sequence[str],
@@ -156,7 +169,7 @@ def evaluate(spec: DatasetSpec, prep: Prepared, stages: Sequence[ExternalStage],
             records = hit_records(hits, prep, stage.units, settings.hits_shown)
             ranked = {q: [(prep.doc_ids[d], s) for d, s, _ in h] for q, h in hits.items()}
         if runs_dir is not None:
-            trec.write_run(runs_dir / f"{stage.name}.trec", ranked, tag=stage.name)
+            runs.write_run(runs_dir / f"{stage.name}.trec", ranked, tag=stage.name)
         log(f"{spec.name}: ran {stage.name} on {len(query_ids)} queries "
             f"({time.perf_counter() - t:.1f}s)")
         results.append(rpt.StageResult(name=stage.name, description=stage.description,
