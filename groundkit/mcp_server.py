@@ -52,6 +52,8 @@ MAX_RESPONSE_BYTES = 262_144
 """Upper bound on the UTF-8 size of one tool result's JSON (sent as structured content
 and repeated as a text block)."""
 MAX_LIST_ITEMS = 200
+MAX_REQUEST_BYTES = 262_144
+"""HTTP request bodies above this are refused (413); the largest valid call is far smaller."""
 CONTENT_TRUST: Final = "untrusted-document-text"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _CHUNK_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}:[0-9a-f]{20}$"
@@ -572,7 +574,7 @@ def security_settings(hosts: list[str], origins: list[str]) -> TransportSecurity
 def http_app(server: MCPServer, hosts: list[str], origins: list[str]) -> Any:
     """The streamable HTTP ASGI app at ``/mcp``, with the SDK's own Host/Origin checks on."""
     return server.streamable_http_app(transport_security=security_settings(hosts, origins),
-                                      json_response=True)
+                                      json_response=True, max_request_body_size=MAX_REQUEST_BYTES)
 
 
 def run_stdio(server: MCPServer) -> None:

@@ -256,6 +256,14 @@ def test_http_refuses_a_bad_host_origin_or_token(
         assert response.headers["www-authenticate"].startswith("Bearer")
 
 
+def test_http_refuses_an_oversized_request_body(http_url: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "x" * 300_000}}}
+    response = httpx.post(http_url, json=body, timeout=30, headers={
+        "authorization": f"Bearer {TOKEN}", "accept": "application/json, text/event-stream"})
+    assert response.status_code == 413
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_sdk_client_with_a_wrong_token_gets_no_answer(http_url: str, mode: str) -> None:
     async def main() -> None:
