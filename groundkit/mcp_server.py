@@ -274,14 +274,6 @@ class CollectionPool:
                 last_generation_change_at=c.last_generation_change_at,
                 server_started_at=self.started_at)
 
-    def close(self) -> None:
-        with self._lock:
-            for entry in self._entries.values():
-                entry.retired = True
-                if entry.users == 0:
-                    entry.coll.close()
-            self._entries.clear()
-
     def _acquire(self, name: str, bm25: bool) -> _Entry:
         with self._lock:
             counters = self._counters.setdefault(name, _Counters())
