@@ -392,3 +392,23 @@ def test_both_protocol_revisions_negotiate_and_call_every_tool(
 
     version, errors = session(server, body, mode)
     assert version == {"legacy": "2025-11-25"}.get(mode, mode) and errors == [False] * 3
+
+
+def test_a_collection_in_use_stays_open_until_its_last_lease_ends(
+        root: Path, home: Path) -> None:
+    import sqlite3
+
+    from groundkit.mcp_server import CollectionPool
+
+    index("k", IndexConfig(roots=(str(root),)), home=home)
+    pool = CollectionPool(home=home)
+    with pool.lease("k", bm25=True) as old:
+        (root / "z.md").write_text("zeppelin", encoding="utf-8")
+        index("k", IndexConfig(roots=(str(root),)), home=home)
+        with pool.lease("k", bm25=True) as new:
+            assert new.generation == old.generation + 1 and new.search("zeppelin")
+        assert old.search("logs") and not old.search("zeppelin")  # its own snapshot
+    with pytest.raises(sqlite3.ProgrammingError):
+        old.conn.execute("SELECT 1")
+    with pool.lease("k") as again:
+        assert again is new
