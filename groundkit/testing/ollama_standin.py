@@ -3,7 +3,7 @@
 It lets the real ``ollama`` Python client be tested over real HTTP without
 Ollama installed. It binds ``127.0.0.1`` on an ephemeral port, serves from a
 thread, and is bounded: request bodies, inputs per request, concurrent
-requests and per-connection idle time all have limits.
+requests, per-connection idle time and the request log all have limits.
 
 Wire format (checked against ollama's ``server/routes.go`` and the
 ``ollama-python`` client):
@@ -27,6 +27,7 @@ import hashlib
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -84,7 +85,7 @@ class _State:
     hold_timeout: float
     lock: threading.Lock = field(default_factory=threading.Lock)
     embed_lock: threading.Lock = field(default_factory=threading.Lock)
-    records: list[RecordedRequest] = field(default_factory=list)
+    records: deque[RecordedRequest] = field(default_factory=lambda: deque(maxlen=10_000))
     connection_errors: int = 0
     slots: threading.BoundedSemaphore = field(init=False)
 
