@@ -143,6 +143,7 @@ def _ranx_fuse(lists: dict[str, list[tuple[str, float]]], **options: Any) -> dic
     return dict(fused["q"])
 
 
+@pytest.mark.slow  # ranx JIT-compiles its kernels with numba on first use
 def test_rrf_agrees_with_ranx() -> None:
     lists = {
         "bm25": [(f"d{i}", 30.0 - i) for i in range(0, 20)],
@@ -157,6 +158,7 @@ def test_rrf_agrees_with_ranx() -> None:
         assert ours[chunk_id] == pytest.approx(value, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_convex_agrees_with_ranx_weighted_sum_of_min_max_scores() -> None:
     lists = {
         "bm25": [(f"d{i}", 30.0 - i * 1.5) for i in range(0, 20)],
