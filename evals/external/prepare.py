@@ -107,9 +107,15 @@ class Prepared:
     def index_for(self, kind: str, analyzer: Analyzer, params: BM25Params,
                   extra: str | None) -> BM25Index:
         """The collection's own BM25 index when it fits, else one built like it in memory."""
-        if (kind, analyzer, params, extra) == ("documents", self.index_analyzer,
-                                               self.index_bm25, None):
-            return self.collection.bm25()
+        if (kind, analyzer, extra) == ("documents", self.index_analyzer, None):
+            own = self.collection.bm25()
+            if params == self.index_bm25:
+                return own
+            return BM25Index.from_postings(  # the same postings, scored with other parameters
+                terms=[own.term(i) for i in range(own.n_terms)], indptr=own.indptr,
+                docs=own.docs, tfs=own.tfs, doc_lengths=own.doc_lengths.astype(np.int64),
+                analyzer=analyzer,
+                params=params)
         if extra is None:
             return BM25Index.build_from_texts(self.units(kind).texts, analyzer, params)
         return BM25Index.build(self.unit_terms(kind, analyzer, extra), analyzer, params)

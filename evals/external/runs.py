@@ -10,27 +10,36 @@ with :func:`evals.trec.read_run` scores exactly as the stage that wrote it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evals import trec
 
+_SPACE = re.compile(r"\s").search
+
 
 def trec_order(ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-    """``(doc_id, score)`` pairs in trec_eval's order (each doc id once)."""
-    return trec.ranking({"_": dict(ranked)})["_"]
+    """``(doc_id, score)`` pairs in trec_eval's order: score descending, ties doc id descending."""
+    by_id = sorted(ranked, key=lambda item: item[0], reverse=True)
+    return sorted(by_id, key=lambda item: -item[1])  # stable: ties keep doc id descending
 
 
 def write_run(path: str | Path, ranked: Mapping[str, Sequence[tuple[str, float]]],
               tag: str) -> Path:
     """Write ``query_id -> [(doc_id, score)]`` (already in order) with exact scores."""
-    trec._check_token(tag, "run tag")
-    lines = []
-    for query_id in sorted(ranked):
-        trec._check_token(query_id, "query id")
-        for rank, (doc_id, score) in enumerate(ranked[query_id], start=1):
-            trec._check_token(doc_id, "doc id")
-            lines.append(f"{query_id} Q0 {doc_id} {rank} {float(score)!r} {tag}\n")
+    checked: set[str] = set()
+
+    def token(value: str, what: str) -> str:
+        if value not in checked:
+            if not value or _SPACE(value):
+                raise trec.TrecFormatError(f"{what} {value!r} is empty or contains whitespace")
+            checked.add(value)
+        return value
+
+    token(tag, "run tag")
+    lines = [f"{token(q, 'query id')} Q0 {token(d, 'doc id')} {rank} {float(score)!r} {tag}\n"
+             for q in sorted(ranked) for rank, (d, score) in enumerate(ranked[q], start=1)]
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("".join(lines), encoding="utf-8")

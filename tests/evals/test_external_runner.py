@@ -1,0 +1,164 @@
+"""The external runner and CLI: reports, TREC runs in and out, checks, gates, docs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from evals import gates, trec
+from evals import report as rpt
+from evals.external.__main__ import build_parser, main
+from evals.external.beir import write_beir
+from evals.external.dataset import Dataset
+from evals.external.engines import to_documents, top_positive
+from evals.external.registry import Reference
+from evals.external.runner import run_checks
+from evals.external.synthetic import make_dataset
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(os.environ.get("GROUNDKIT_DATA", REPO.parent / "shared" / "data"))
+DOC = (REPO / "docs" / "external-benchmarks.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dataset = make_dataset(seed=3, n_docs=60, n_queries=10)
+    judged = Dataset(name="syn", docs=dataset.docs, qrels=dataset.qrels,
+                     queries={q: t for q, t in dataset.queries.items() if q in dataset.qrels})
+    return write_beir(judged, tmp_path_factory.mktemp("beir") / "syn")
+
+
+def _run(tmp: Path, beir: Path, *extra: str) -> tuple[int, dict]:
+    code = main(["run", f"beir:{beir}", "--cache", str(tmp / "cache"), "--out", str(tmp / "out"),
+                 "--resamples", "200", "--permutations", "200", "--expected-dir", str(tmp),
+                 *extra])
+    report = json.loads((tmp / "out" / "syn.json").read_text()) \
+        if (tmp / "out" / "syn.json").is_file() else {}
+    return code, report
+
+
+def test_a_run_scores_every_stage_in_one_valid_report(tmp_path: Path, beir_dir: Path) -> None:
+    code, report = _run(tmp_path, beir_dir, "--html", str(tmp_path / "syn.html"))
+    assert code == 0
+    rpt.validate(report)
+    names = [s["name"] for s in report["stages"]]
+    assert names == ["bm25", "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages"]
+    assert report["measures"] == ["nDCG@10", "R@100", "R@1000", "AP", "nDCG"]
+    assert report["config"]["import"]["join"] == "flat"
+    differential = [c for c in report["config"]["checks"] if c["kind"] == "differential"]
+    assert differential and differential[0]["passed"]
+    assert (tmp_path / "out" / "runs" / "syn" / "bm25s.trec").is_file()
+    assert "<html" in (tmp_path / "syn.html").read_text()
+
+
+def test_hits_are_judged_by_the_datasets_doc_ids(tmp_path: Path, beir_dir: Path) -> None:
+    _, report = _run(tmp_path, beir_dir, "--stages", "bm25")
+    question = report["questions"][0]
+    hit = question["stages"]["bm25"]["hits"][0]
+    run = trec.read_run(tmp_path / "out" / "runs" / "syn" / "bm25.trec")
+    assert hit["chunk_id"] in run[question["query_id"]]
+    assert hit["doc_id"].endswith(".txt") and hit["text"]
+
+
+def test_an_external_trec_run_scores_beside_the_stages(tmp_path: Path, beir_dir: Path) -> None:
+    _run(tmp_path / "a", beir_dir, "--stages", "bm25")
+    ours = tmp_path / "a" / "out" / "runs" / "syn" / "bm25.trec"
+    code, report = _run(tmp_path / "b", beir_dir, "--stages", "bm25",
+                        "--run-file", f"replayed={ours}")
+    assert code == 0
+    metrics = {s["name"]: s["metrics"] for s in report["stages"]}
+    assert metrics["replayed"] == metrics["bm25"]
+    assert trec.read_run(tmp_path / "b" / "out" / "runs" / "syn" / "replayed.trec") == \
+        trec.read_run(ours)
+    assert any(c["stage"] == "replayed" for c in report["comparisons"])
+
+
+def test_a_run_file_missing_queries_counts_them_as_abstained(tmp_path: Path,
+                                                             beir_dir: Path) -> None:
+    partial = tmp_path / "partial.trec"
+    trec.write_run(partial, {"q0": [("d1", 2.0)]}, tag="partial")
+    code, report = _run(tmp_path, beir_dir, "--stages", "bm25", "--run-file",
+                        f"partial={partial}")
+    assert code == 0
+    stage = next(s for s in report["stages"] if s["name"] == "partial")
+    assert stage["abstention"]["answerable_abstained"] == stage["judged"] - 1
+
+
+def test_a_metric_outside_its_expected_band_exits_8(tmp_path: Path, beir_dir: Path) -> None:
+    _, report = _run(tmp_path, beir_dir, "--stages", "bm25")
+    expected = gates.expected_from(report, source="test")
+    assert _run(tmp_path, beir_dir, "--stages", "bm25")[0] == 0
+    gates.write(tmp_path / "syn.json", expected)
+    assert _run(tmp_path, beir_dir, "--stages", "bm25")[0] == 0
+    expected["stages"]["bm25"]["nDCG@10"]["value"] += 0.1
+    gates.write(tmp_path / "syn.json", expected)
+    assert _run(tmp_path, beir_dir, "--stages", "bm25")[0] == gates.GateFailure.exit_code
+
+
+def test_published_references_pass_within_tolerance_and_fail_outside() -> None:
+    report = {"stages": [{"name": "bm25", "metrics": {"nDCG@10": 0.675}}]}
+    near = Reference(stage="bm25", measure="nDCG@10", value=0.6789, source="paper")
+    far = Reference(stage="bm25", measure="nDCG@10", value=0.70, source="paper")
+    absent = Reference(stage="bm25-terrier", measure="AP", value=0.3, source="paper")
+    checks = run_checks(report, [near, far, absent])
+    assert [c.passed for c in checks] == [True, False]
+
+
+def test_a_stage_whose_resource_is_missing_is_skipped_and_recorded(tmp_path: Path,
+                                                                   beir_dir: Path) -> None:
+    code, report = _run(tmp_path, beir_dir, "--stages", "bm25", "bm25-terrier",
+                        "--data", str(tmp_path / "empty"))
+    assert code == 0
+    assert "bm25-terrier" in report["config"]["skipped_stages"]
+    assert [s["name"] for s in report["stages"]] == ["bm25"]
+
+
+def test_documents_score_their_best_unit() -> None:
+    import numpy as np
+
+    doc_of = np.array([0, 0, 1, 2], dtype=np.int64)
+    ranked = [(1, 5.0), (0, 4.0), (3, 3.0), (2, 1.0)]
+    assert to_documents(ranked, doc_of, 10) == [(0, 5.0, 1), (2, 3.0, 3), (1, 1.0, 2)]
+    assert to_documents(ranked, doc_of, 1) == [(0, 5.0, 1)]
+    assert top_positive(np.array([0.0, 2.0, -1.0, 2.0, 1.0]), 2) == [(1, 2.0), (3, 2.0)]
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"no test-collection mirror at {DATA}")
+def test_check_runs_a_named_dataset_and_passes_its_gates(tmp_path: Path) -> None:
+    common = ["--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+              "--resamples", "200", "--permutations", "200", "--data", str(DATA)]
+    assert main(["check", "--datasets", "adi", "--expected-dir", str(tmp_path), *common]) == 0
+    report = json.loads((tmp_path / "out" / "adi.json").read_text())
+    gates.write(tmp_path / "adi.json", gates.expected_from(report, source="test"))
+    assert main(["check", "--datasets", "adi", "--expected-dir", str(tmp_path),
+                 "--html-dir", str(tmp_path / "html"), *common]) == 0
+    assert (tmp_path / "html" / "external-adi.html").is_file()
+
+
+def test_an_unknown_dataset_is_a_usage_error_listing_the_known_ones(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "nope"]) == 2
+    assert "scifact" in capsys.readouterr().err
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+@pytest.mark.parametrize("name", sorted(_subparsers()))
+def test_every_command_is_documented(name: str) -> None:
+    assert f"### `python -m evals.external {name}" in DOC
+
+
+@pytest.mark.parametrize(("name", "option"), [
+    (name, opt) for name, sub in sorted(_subparsers().items()) for action in sub._actions
+    for opt in action.option_strings if opt not in {"-h", "--help"}])
+def test_every_option_is_documented(name: str, option: str) -> None:
+    section = DOC.split(f"### `python -m evals.external {name}")[1].split("\n### ")[0]
+    assert f"`{option}" in section
