@@ -142,9 +142,11 @@ def test_search_with_verify_attaches_a_verdict_to_every_hit(server: MCPServer) -
     assert all(h["verdict"]["status"] == "verified" for h in hits)
 
 
-def test_an_unavailable_mode_is_an_error_never_a_silent_bm25_search(server: MCPServer) -> None:
-    message = error(server, "search", {"query": "logs", "mode": "dense"})
-    assert "dense" in message
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_mode_the_collection_cannot_serve_is_an_error_never_a_silent_bm25_search(
+        server: MCPServer, mode: str) -> None:
+    message = error(server, "search", {"query": "logs", "mode": mode})
+    assert "embedding" in message or mode in message
 
 
 def test_search_over_several_collections_merges_by_score_and_names_each_collection(
