@@ -190,10 +190,13 @@ def main() -> int:
     if args.worker:
         print(json.dumps(worker(args.worker, data)))
         return 0
+    load_before = os.getloadavg()
     results = measure(args.engines.split(","), data, args.repeat)
+    load_after = os.getloadavg()
     print(f"BEIR SciFact test: {results[next(iter(results))]['docs']} docs, "
           f"{results[next(iter(results))]['queries']} queries, top {DEPTH}; medians of "
-          f"{args.repeat} fresh processes")
+          f"{args.repeat} fresh processes; load average {load_before[0]:.1f} -> "
+          f"{load_after[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'engine':<22}" + "".join(f"{p:>9}" for p in (*PHASES, "total")) +
           f"{'peak MiB':>10}{'nDCG@10':>9}{'R@100':>8}")
     for e, r in results.items():
@@ -211,7 +214,9 @@ def main() -> int:
     out = ROOT / ".bench" / "external.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"dataset": "beir-scifact/test", "depth": DEPTH,
-                               "engines": results, "ratios": ratios}, indent=1, sort_keys=True))
+                               "engines": results, "ratios": ratios, "cpus": os.cpu_count(),
+                               "load_average": [load_before[0], load_after[0]]},
+                              indent=1, sort_keys=True))
     print(f"wrote {out}")
     return 0
 

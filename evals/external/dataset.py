@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,10 +54,9 @@ class Dataset:
     source: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        ids = [d.doc_id for d in self.docs]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            dupes = [i for i in ids if i in seen or seen.add(i)]  # type: ignore[func-returns-value]
+        ids = Counter(d.doc_id for d in self.docs)
+        if len(ids) != len(self.docs):
+            dupes = sorted(i for i, n in ids.items() if n > 1)
             raise DatasetError(f"{self.name}: duplicate document ids {dupes[:5]}")
         missing = sorted(q for q in self.qrels if q not in self.queries)
         if missing:

@@ -73,7 +73,7 @@ def seed(dataset_id: str, cache: Path, data: str | os.PathLike[str] | None = Non
     seeds = seeds_for(dataset_id)
     if offline and not seeds:
         raise UsageError(f"ir_datasets id {dataset_id!r} has no offline seed; known: "
-                         f"{', '.join(SEEDS)}. Drop --offline to let ir_datasets download it")
+                         f"{', '.join(SEEDS)}; pass --online to let ir_datasets download it")
     for item in seeds:
         source = mirror / item.source
         if not source.is_file():
