@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -62,7 +63,7 @@ def _inspect(where: Path, *target_and_method: str) -> dict[str, Any]:
     done = subprocess.run(
         ["npx", "--no-install", "@modelcontextprotocol/inspector", "--cli", *target_and_method],
         cwd=where, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     data: dict[str, Any] = json.loads(done.stdout)
     return data
 
@@ -102,14 +103,18 @@ def http_server(home: Path) -> Iterator[str]:
                             stderr=subprocess.PIPE, text=True)
     assert proc.stderr
     try:
-        line = proc.stderr.readline()
-        assert " at http://" in line, line
+        deadline = time.monotonic() + 60
+        line = ""
+        while " at http://" not in line:  # the first line announcing the URL
+            ready = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready[0], "grk serve did not start"
+            line = proc.stderr.readline()
+            assert line, "grk serve exited"
         yield line.split(" at ")[1].split()[0]
     finally:
         proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + 20
         try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            proc.wait(timeout=20)
         finally:
             proc.kill()
             proc.wait()
