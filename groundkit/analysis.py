@@ -160,6 +160,27 @@ def _load_stemmer(name: str) -> Callable[[str], str]:
     return stem
 
 
+def _load_bulk_stemmer(name: str) -> Callable[[list[str]], list[str]]:
+    """``_load_stemmer`` over a list at once (PyStemmer's ``stemWords``): the same stems."""
+    if name == "none":
+        return lambda words: list(words)
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english" if name == "english" else "porter")
+    stemmer.maxCacheSize = 0
+    if name == "english":
+        return stemmer.stemWords  # type: ignore[no-any-return]
+
+    def stem_all(words: list[str]) -> list[str]:
+        out: list[str] = stemmer.stemWords(words)
+        for i in [i for i, w in enumerate(words) if len(w) < 3 or "bl" in w or "log" in w]:
+            word = words[i]
+            out[i] = word if len(word) < 3 else porter_lucene(word)
+        return out
+
+    return stem_all
+
+
 class _TermCache(dict[str, str]):
     """surface token -> index term ("" for a dropped token); fills itself on a miss."""
 
@@ -250,6 +271,24 @@ class Analyzer:
         """A private surface-token -> term mapping (an index build uses and drops one)."""
         stop = STOPWORD_LISTS[self.stopwords][0]
         return _TermCache(self.possessive, stop, _load_stemmer(self.stemmer))
+
+    def new_bulk_terms(self) -> Callable[[list[str]], list[str]]:
+        """A private function: surface tokens -> their index terms ("" = dropped), at once.
+
+        Gives what :meth:`new_term_cache` gives token by token, without a cache (an
+        index build analyses each distinct token once, in batches).
+        """
+        possessive, stop = self.possessive, STOPWORD_LISTS[self.stopwords][0]
+        stem = _load_bulk_stemmer(self.stemmer)
+
+        def terms(tokens: list[str]) -> list[str]:
+            if possessive:
+                tokens = [t[:-2] if len(t) > 2 and t[-1] in "sS" and t[-2] in _APOSTROPHES
+                          else t for t in tokens]
+            stems = iter(stem([t for t in tokens if t not in stop]))
+            return ["" if t in stop else next(stems) for t in tokens]
+
+        return terms
 
     def split(self, text: str) -> list[str]:
         """Surface tokens before possessive removal, stopwords and stemming."""

@@ -179,3 +179,21 @@ def _slow_split(text):
         else:
             out.append(tok)
     return out
+
+
+WORDS = st.text(alphabet="ablogsy'\u2019S_1", min_size=0, max_size=12)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+@settings(max_examples=150, deadline=None)
+@given(tokens=st.lists(WORDS, max_size=30))
+def test_bulk_terms_equal_the_term_cache_token_by_token(preset, tokens):
+    analyzer = Analyzer.preset(preset)
+    cache = analyzer.new_term_cache()
+    assert analyzer.new_bulk_terms()(tokens) == [cache[t] for t in tokens]
+
+
+def test_bulk_terms_keep_lucene_porter_departures_and_short_words():
+    terms = Analyzer().new_bulk_terms()
+    assert terms(["technology", "possibly", "us", "the", "einstein's", "runs"]) == [
+        "technolog", "possibl", "us", "", "einstein", "run"]

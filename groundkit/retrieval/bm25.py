@@ -35,7 +35,14 @@ import numpy.typing as npt
 from ..analysis import DEFAULT_PRESET, Analyzer, check_query
 from ..errors import GroundkitError, IndexMismatchError, UsageError
 from . import bm25_store, scoring
-from .bm25_build import Builder, Postings, posting_scores, score_postings, term_hash
+from .bm25_build import (
+    Builder,
+    Postings,
+    posting_scores,
+    score_postings,
+    term_hash,
+    vocabulary,
+)
 from .bm25_params import IDF, METHODS, BM25Params
 from .bm25_query import Kernels
 
@@ -114,9 +121,7 @@ class BM25Index:
         builder = Builder(analyzer)
         for item in corpus:
             builder.add(item)
-        postings = builder.finish()
-        return cls.from_postings(**postings._asdict(), analyzer=analyzer,
-                                 params=params or BM25Params())
+        return cls._scored(builder.finish(), analyzer, params or BM25Params())
 
     @classmethod
     def from_postings(
@@ -124,7 +129,13 @@ class BM25Index:
         tfs: npt.NDArray[Any], doc_lengths: IntArray, analyzer: Analyzer, params: BM25Params,
     ) -> BM25Index:
         """Score a term-major posting layout (terms ordered by :func:`term_hash`)."""
-        postings = Postings(list(terms), indptr, docs, tfs, doc_lengths)
+        order, vocab = vocabulary([t.encode("utf-8", "surrogatepass") for t in terms])
+        if not np.array_equal(order, np.arange(len(terms))):
+            raise UsageError("from_postings needs the terms in term_hash order")
+        return cls._scored(Postings(vocab, indptr, docs, tfs, doc_lengths), analyzer, params)
+
+    @classmethod
+    def _scored(cls, postings: Postings, analyzer: Analyzer, params: BM25Params) -> BM25Index:
         arrays, blob, nonempty, avgdl = score_postings(postings, params)
         return cls(analyzer=analyzer, params=params, arrays=arrays, terms_blob=blob,
                    n_docs_nonempty=nonempty, avgdl=avgdl)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,21 +12,52 @@ import numpy.typing as npt
 from ..analysis import Analyzer
 from . import scoring
 from .bm25_params import BM25Params
+from .bm25_tokens import ChunkTerms, batch_term_ids
 
 IntArray = npt.NDArray[np.int64]
+I32Array = npt.NDArray[np.int32]
 F32Array = npt.NDArray[np.float32]
 LONG = 1024
 """Posting lists at least this long get their 10th and 100th best scores precomputed."""
 
 
+class Vocabulary(NamedTuple):
+    """Terms in index order: UTF-8 ``blob``, ``offsets`` into it, sorted CRC-32 ``hashes``."""
+
+    blob: bytes
+    offsets: IntArray
+    hashes: npt.NDArray[np.uint32]
+
+
 class Postings(NamedTuple):
     """A term-major posting layout (terms ordered by :func:`term_hash`)."""
 
-    terms: list[str]
+    vocabulary: Vocabulary
     indptr: IntArray
     docs: npt.NDArray[np.int32]
     tfs: npt.NDArray[Any]
     doc_lengths: IntArray
+
+
+def vocabulary(encoded: Sequence[bytes]) -> tuple[IntArray, Vocabulary]:
+    """(order, vocabulary): ``encoded[order[i]]`` is term ``i`` of the index.
+
+    Terms are ordered by :func:`term_hash`, then by the term itself.
+    """
+    hashes = np.fromiter(map(zlib.crc32, encoded), dtype=np.uint32, count=len(encoded))
+    order = np.argsort(hashes, kind="stable")
+    sorted_hashes = hashes[order]
+    for at in np.flatnonzero(sorted_hashes[1:] == sorted_hashes[:-1]):
+        end = at + 2
+        while end < len(order) and sorted_hashes[end] == sorted_hashes[at]:
+            end += 1
+        order[at:end] = sorted(order[at:end].tolist(),
+                               key=lambda i: encoded[i].decode("utf-8", "surrogatepass"))
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(lengths[order], out=offsets[1:])
+    blob = b"".join(map(encoded.__getitem__, order.tolist()))
+    return order, Vocabulary(blob, offsets, hashes[order])
 
 
 def term_hash(term: str) -> int:
@@ -61,29 +91,46 @@ def posting_scores(
     return out.astype(np.float32)
 
 
+def lucene_scores(
+    df: IntArray, dl: npt.NDArray[Any], docs: I32Array, tfs: npt.NDArray[Any], n_docs: int,
+    avgdl: float, k1: float, b: float,
+) -> F32Array:
+    """:func:`~.scoring.score_lucene_float32` for every posting, computed in place.
+
+    The same float32 operations on the same operands (``normInverse`` per document,
+    the float32 weight per term), without per-posting float64 temporaries.
+    """
+    weight = np.asarray(scoring.idf_lucene(df.astype(np.float64), n_docs), dtype=np.float32)
+    norm_inverse = scoring.norm_inverse_lucene(dl.astype(np.int32), avgdl, k1, b)
+    x = norm_inverse[docs]
+    np.multiply(x, tfs, out=x, dtype=np.float32)  # tf * normInverse
+    x += np.float32(1)
+    scores = np.repeat(weight, df)
+    np.divide(scores, x, out=x)  # weight / (1 + tf * normInverse)
+    np.subtract(scores, x, out=scores)
+    return scores
+
+
 def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], bytes, int, float]:
     """The index arrays for ``p`` under ``params``: (arrays, term blob, docCount, avgdl)."""
-    indptr, docs, tfs, doc_lengths, terms = p.indptr, p.docs, p.tfs, p.doc_lengths, p.terms
+    indptr, docs, tfs, doc_lengths = p.indptr, p.docs, p.tfs, p.doc_lengths
     df = np.diff(indptr)
     nonempty = int(np.count_nonzero(doc_lengths))
     avgdl = float(doc_lengths.sum()) / nonempty if nonempty else 0.0
-    per_posting_df = np.repeat(df.astype(np.int32), df)
     dl = scoring.length_lucene_byte(doc_lengths) if params.lucene_norms else doc_lengths
-    scores = posting_scores(params, tfs, dl.astype(np.int32)[docs], per_posting_df, nonempty,
-                            avgdl)
-    del per_posting_df
-    encoded = [t.encode("utf-8", "surrogatepass") for t in terms]
-    offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    if params.method == "lucene":
+        scores = lucene_scores(df, dl, docs, tfs, nonempty, avgdl, params.k1, params.b)
+    else:
+        scores = posting_scores(params, tfs, dl.astype(np.int32)[docs],
+                                np.repeat(df.astype(np.int32), df), nonempty, avgdl)
     tf_type = np.uint16 if len(tfs) == 0 or tfs.max() < 2**16 else np.uint32
     arrays = {
-        "indptr": indptr, "docs": docs, "scores": scores, "tfs": tfs.astype(tf_type),
-        "doc_lengths": doc_lengths.astype(np.int32),
-        "term_hashes": np.array([term_hash(t) for t in terms], dtype=np.uint32),
-        "term_offsets": offsets,
+        "indptr": indptr, "docs": docs, "scores": scores, "tfs": tfs.astype(tf_type, copy=False),
+        "doc_lengths": doc_lengths.astype(np.int32), "term_hashes": p.vocabulary.hashes,
+        "term_offsets": p.vocabulary.offsets,
     }
     arrays.update(_impact_bounds(indptr, scores))
-    return arrays, b"".join(encoded), nonempty, avgdl
+    return arrays, p.vocabulary.blob, nonempty, avgdl
 
 
 def _impact_bounds(indptr: IntArray, scores: F32Array) -> dict[str, F32Array]:
@@ -102,86 +149,131 @@ def _impact_bounds(indptr: IntArray, scores: F32Array) -> dict[str, F32Array]:
 
 
 class Builder:
-    """Streams texts (or term lists) into batches of (doc, term, tf) triples."""
+    """Streams texts (or term lists) in batches into per-batch (term, doc, tf) postings.
 
-    BATCH = 8192
+    Texts go through :mod:`.bm25_tokens` a batch at a time; each batch's postings are
+    counted with one sort of packed (term, doc) keys and kept sorted by term, then
+    doc. :meth:`finish` places every batch's postings into the final term-major
+    arrays with a counting sort (terms ordered by :func:`term_hash`), no global sort.
+    """
+
+    BATCH_DOCS = 4096
+    BATCH_CHARS = 4_000_000
+    KEY_LIMIT = 2**31
+    """(term, doc) keys pack into int32 below this, int64 above (a sort twice as fast)."""
 
     def __init__(self, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
         self.term_ids: dict[str, int] = {}
-        self.lengths: list[IntArray] = []
-        self.triples: list[tuple[npt.NDArray[np.int32], ...]] = []
+        self.chunks = ChunkTerms(analyzer, self.term_ids)
+        self.parts: list[Any] = []
+        """Per batch: (term ids, docs, tfs), sorted by term then doc."""
+        self.lengths: list[I32Array] = []
         self.n_docs = 0
-        self._ids = array("i")
-        self._raw_lens = array("q")
-        cache, term_ids = analyzer.new_term_cache(), self.term_ids
-
-        class Surface(dict[str, int]):
-            def __missing__(self, token: str) -> int:
-                term = cache[token]
-                tid = term_ids.setdefault(term, len(term_ids)) if term else -1
-                self[token] = tid
-                return tid
-
-        class Terms(dict[str, int]):
-            def __missing__(self, term: str) -> int:
-                tid = term_ids.setdefault(term, len(term_ids)) if term else -1
-                self[term] = tid
-                return tid
-
-        self.surface_id: Callable[[str], int] = Surface().__getitem__
-        self.term_id: Callable[[str], int] = Terms().__getitem__
+        self._pending: list[str | Sequence[str]] = []
+        self._pending_chars = 0
 
     def add(self, item: str | Sequence[str]) -> None:
-        if isinstance(item, str):
-            tokens = self.analyzer.split(item)
-            self._ids.extend(map(self.surface_id, tokens))
-            self._raw_lens.append(len(tokens))
-        else:
-            self._ids.extend(map(self.term_id, item))
-            self._raw_lens.append(len(item))
-        if len(self._raw_lens) >= self.BATCH:
+        self._pending.append(item)
+        self._pending_chars += len(item)
+        if len(self._pending) >= self.BATCH_DOCS or self._pending_chars >= self.BATCH_CHARS:
             self._flush()
 
-    def _flush(self) -> None:
-        import scipy.sparse as sp
+    def _term_pairs(self, batch: list[str | Sequence[str]]) -> tuple[I32Array, I32Array]:
+        """(term id, doc within batch) of every kept token of ``batch``."""
+        lower = self.analyzer.lowercase
+        texts = [item for item in batch if isinstance(item, str)]
+        if len(texts) == len(batch):
+            return batch_term_ids(texts, self.chunks, lower)
+        tids, docs = batch_term_ids(texts, self.chunks, lower)
+        where = [i for i, item in enumerate(batch) if isinstance(item, str)]
+        docs = np.asarray(where, dtype=np.int32)[docs] if where else docs
+        lists = [(i, item) for i, item in enumerate(batch) if not isinstance(item, str)]
+        term_ids = self.term_ids
+        flat = [term_ids.setdefault(t, len(term_ids)) if t else -1
+                for _, item in lists for t in item]
+        list_tids = np.array(flat, dtype=np.int32)
+        list_docs = np.repeat(np.array([i for i, _ in lists], dtype=np.int32),
+                              [len(item) for _, item in lists])
+        keep = list_tids >= 0
+        return (np.concatenate([tids, list_tids[keep]]),
+                np.concatenate([docs, list_docs[keep]]))
 
-        n = len(self._raw_lens)
+    def _flush(self) -> None:
+        batch, self._pending, self._pending_chars = self._pending, [], 0
+        n = len(batch)
         if n == 0:
             return
-        ids = np.frombuffer(self._ids, dtype=np.int32) if self._ids else np.zeros(0, np.int32)
-        rows = np.repeat(np.arange(n, dtype=np.int32), np.frombuffer(self._raw_lens, np.int64))
-        keep = ids >= 0
-        ids, rows = ids[keep], rows[keep]
-        self.lengths.append(np.bincount(rows, minlength=n).astype(np.int64))
-        ones = np.ones(len(ids), dtype=np.int32)
-        csr = sp.csr_matrix((ones, (rows, ids)), shape=(n, len(self.term_ids)))
-        csr.sum_duplicates()
-        doc = np.repeat(np.arange(n, dtype=np.int32) + np.int32(self.n_docs), np.diff(csr.indptr))
-        self.triples.append((doc, csr.indices.astype(np.int32), csr.data.astype(np.int32)))
+        tids, docs = self._term_pairs(batch)
+        self.lengths.append(np.bincount(docs, minlength=n).astype(np.int32))
+        bits = max(n - 1, 1).bit_length()
+        wide = (len(self.term_ids) << bits) >= self.KEY_LIMIT
+        key: Any = tids.astype(np.int64 if wide else np.int32)
+        key <<= bits
+        key |= docs
+        del tids, docs
+        key.sort()
+        first = np.empty(len(key), dtype=bool)
+        first[:1] = True
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        del first
+        tf = np.diff(starts, append=len(key))
+        key = key[starts]
+        doc = (key & ((1 << bits) - 1)).astype(np.int32)
+        doc += self.n_docs
+        key >>= bits
+        tf_type = np.uint16 if len(tf) == 0 or tf.max() < 2**16 else np.uint32
+        self.parts.append((key.astype(np.int32), doc, tf.astype(tf_type)))
         self.n_docs += n
-        self._ids, self._raw_lens = array("i"), array("q")
 
     def finish(self) -> Postings:
-        import scipy.sparse as sp
-
         self._flush()
-        self.surface_id = self.term_id = lambda _: -1  # drop the token caches
-        terms = sorted(self.term_ids, key=lambda t: (term_hash(t), t))
-        new_id = np.empty(len(terms), dtype=np.int32)
-        new_id[[self.term_ids[t] for t in terms]] = np.arange(len(terms), dtype=np.int32)
+        self.chunks.release()  # the chunk tables are the build's largest structure
+        encoded = [t.encode("utf-8", "surrogatepass") for t in self.term_ids]
         self.term_ids.clear()
-        doc, col, tf = _concat3(self.triples)
-        self.triples.clear()
-        dl = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
-        csc = sp.csc_matrix((tf, (doc, new_id[col])), shape=(self.n_docs, len(terms)))
-        del doc, col, tf
-        csc.sort_indices()
-        return Postings(terms=terms, indptr=csc.indptr.astype(np.int64),
-                        docs=csc.indices.astype(np.int32), tfs=csc.data, doc_lengths=dl)
+        n_terms = len(encoded)
+        order, vocab = vocabulary(encoded)
+        del encoded
+        df = np.zeros(n_terms, dtype=np.int64)
+        for tids, _, _ in self.parts:
+            df += np.bincount(tids, minlength=n_terms)
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df[order], out=indptr[1:])
+        new_id = np.empty(n_terms, dtype=np.int64)
+        new_id[order] = np.arange(n_terms)
+        cursor = indptr[new_id]
+        del new_id, df
+        docs, tfs = _place(self.parts, cursor, int(indptr[-1]))
+        lengths = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int32)
+        return Postings(vocab, indptr, docs, tfs, lengths.astype(np.int64))
 
 
-def _concat3(parts: list[tuple[npt.NDArray[np.int32], ...]]) -> tuple[npt.NDArray[Any], ...]:
-    if not parts:
-        return tuple(np.zeros(0, np.int32) for _ in range(3))
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+def _place(parts: list[Any], cursor: IntArray, nnz: int) -> tuple[I32Array, npt.NDArray[Any]]:
+    """Counting-sort placement of every part's postings into term-major arrays.
+
+    Each part is sorted by term then doc and parts come in doc order, so appending
+    each term's postings at its cursor keeps every posting list ascending by doc.
+    Parts are released as they are placed.
+    """
+    tf_type = np.uint32 if any(p[2].dtype == np.uint32 for p in parts) else np.uint16
+    docs = np.empty(nnz, dtype=np.int32)
+    tfs = np.empty(nnz, dtype=tf_type)
+    for i, (tids, doc, tf) in enumerate(parts):
+        parts[i] = None
+        n = len(tids)
+        if n == 0:
+            continue
+        first = np.empty(n, dtype=bool)
+        first[0] = True
+        np.not_equal(tids[1:], tids[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        counts = np.diff(starts, append=n)
+        group_terms = tids[starts]
+        pos = np.repeat(cursor[group_terms] - starts, counts)
+        pos += np.arange(n)
+        docs[pos] = doc
+        tfs[pos] = tf
+        cursor[group_terms] += counts
+    parts.clear()
+    return docs, tfs

@@ -86,6 +86,15 @@ def tfc_bm25plus(tf: Num, dl: Num, avgdl: float, k1: float, b: float, delta: flo
     return np.where(np.asarray(tf) > 0, score, 0.0)  # type: ignore[return-value]
 
 
+def norm_inverse_lucene(
+    dl: npt.NDArray[np.floating] | npt.NDArray[np.integer], avgdl: float, k1: float, b: float,
+) -> npt.NDArray[np.float32]:
+    """Lucene 9's per-document ``normInverse = 1f / (k1 * ((1 - b) + b * dl / avgdl))``, float32."""
+    f32 = np.float32
+    norm = f32(k1) * (f32(1 - b) + f32(b) * np.asarray(dl, dtype=f32) / f32(avgdl))
+    return (f32(1) / norm).astype(np.float32, copy=False)
+
+
 def score_lucene_float32(
     idf: npt.NDArray[np.floating], tf: npt.NDArray[np.floating],
     dl: npt.NDArray[np.floating], avgdl: float, k1: float, b: float,
@@ -99,8 +108,7 @@ def score_lucene_float32(
     """
     f32 = np.float32
     weight = np.asarray(idf, dtype=f32)
-    norm = f32(k1) * (f32(1 - b) + f32(b) * np.asarray(dl, dtype=f32) / f32(avgdl))
-    norm_inverse = f32(1) / norm
+    norm_inverse = norm_inverse_lucene(dl, avgdl, k1, b)
     score = weight - weight / (f32(1) + np.asarray(tf, dtype=f32) * norm_inverse)
     return score.astype(np.float32, copy=False)
 

@@ -1,5 +1,6 @@
 import math
 import random
+import zlib
 
 import numpy as np
 import pytest
@@ -7,7 +8,8 @@ import pytest
 from groundkit.analysis import Analyzer
 from groundkit.errors import IndexMismatchError, UsageError
 from groundkit.retrieval.bm25 import METHODS, BM25Index, BM25Params
-from groundkit.retrieval.scoring import idf_lucene, length_lucene_byte
+from groundkit.retrieval.bm25_build import Builder, lucene_scores
+from groundkit.retrieval.scoring import idf_lucene, length_lucene_byte, score_lucene_float32
 
 DOCS = [
     "The quick brown fox jumps over the lazy dog",
@@ -239,3 +241,65 @@ def test_pruned_search_equals_exhaustive_scoring_on_random_queries(method):
         query = rng.sample(vocab[:8], rng.randint(0, 2)) + rng.sample(vocab, rng.randint(1, 4))
         for k in (1, 10, 37, 150):
             assert index.search_terms(query, top_k=k) == _brute_force(index, query, k), (query, k)
+
+
+ARRAYS = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets")
+
+
+def _same_index(a, b):
+    for name in ARRAYS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    assert bytes(a._blob) == bytes(b._blob)
+    assert (a.n_docs_nonempty, a.avgdl) == (b.n_docs_nonempty, b.avgdl)
+
+
+def test_batch_size_and_key_width_never_change_the_index(monkeypatch):
+    texts = DOCS * 7 + ["\u6771\u4eac\u90fd dogs", "", "x", "fox\u2014dogs e.g. 3.14"] * 3
+    one_batch = BM25Index.build_from_texts(texts)
+    monkeypatch.setattr(Builder, "BATCH_DOCS", 3)
+    _same_index(one_batch, BM25Index.build_from_texts(texts))
+    monkeypatch.setattr(Builder, "KEY_LIMIT", 1)  # int64 (term, doc) keys
+    _same_index(one_batch, BM25Index.build_from_texts(texts))
+    monkeypatch.setattr(Builder, "BATCH_CHARS", 50)
+    _same_index(one_batch, BM25Index.build_from_texts(texts))
+
+
+def test_texts_and_term_lists_can_be_mixed_in_one_corpus(monkeypatch):
+    analyzer = Analyzer()
+    mixed = [d if i % 2 else analyzer.analyze(d) for i, d in enumerate(DOCS * 3)]
+    monkeypatch.setattr(Builder, "BATCH_DOCS", 4)
+    _same_index(BM25Index.build(mixed, analyzer), BM25Index.build_from_texts(DOCS * 3))
+
+
+def test_term_frequencies_beyond_two_bytes_are_kept_exactly():
+    index = BM25Index.build([["a"] * 70_000 + ["b"], ["b"]], Analyzer.preset("simple"))
+    assert index.tfs.dtype == np.uint32
+    assert [p.tf for p in index.explain("a b", 0)] == [70_000, 1]
+
+
+def test_in_place_lucene_scores_equal_the_reference_formula_bit_for_bit():
+    rng = np.random.default_rng(3)
+    df = rng.integers(1, 50, size=200)
+    docs = rng.integers(0, 500, size=int(df.sum())).astype(np.int32)
+    tfs = rng.integers(1, 3000, size=len(docs)).astype(np.uint16)
+    dl = length_lucene_byte(rng.integers(1, 5000, size=500))
+    avgdl = float(dl.mean())
+    idf = idf_lucene(np.repeat(df, df).astype(np.float64), 500)
+    expected = score_lucene_float32(idf, tfs, dl.astype(np.int32)[docs], avgdl, 0.9, 0.4)
+    got = lucene_scores(df, dl, docs, tfs, 500, avgdl, 0.9, 0.4)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32),
+                                                      expected.view(np.uint32))
+
+
+def test_the_vocabulary_is_ordered_by_crc32_then_by_term():
+    words = ["plumless", "buckeroo", "codding", "gnu", "zebra", "dog"]  # two CRC-32 collisions
+    index = BM25Index.build([words], Analyzer.preset("simple"))
+    terms = [index.term(i) for i in range(index.n_terms)]
+    assert terms == sorted(words, key=lambda t: (zlib.crc32(t.encode()), t))
+    assert [index.term_id(t) for t in terms] == list(range(len(terms)))
+    with pytest.raises(UsageError, match="term_hash order"):
+        BM25Index.from_postings(
+            terms=terms[::-1], indptr=index.indptr, docs=index.docs, tfs=index.tfs,
+            doc_lengths=index.doc_lengths.astype(np.int64), analyzer=Analyzer.preset("simple"),
+            params=BM25Params())
