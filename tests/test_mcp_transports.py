@@ -156,8 +156,10 @@ def http_url(home: Path) -> Iterator[str]:
         stderr=subprocess.PIPE)
     assert proc.stdout and proc.stderr
     try:
-        line = _readline(proc.stderr, time.monotonic() + 60).decode()
-        assert "streamable HTTP at http://127.0.0.1:" in line, line
+        deadline, line = time.monotonic() + 60, ""
+        while "streamable HTTP at http://127.0.0.1:" not in line:
+            line = _readline(proc.stderr, deadline).decode()
+            assert line, "grk serve exited"
         yield line.split(" at ")[1].split()[0]
     finally:
         proc.send_signal(signal.SIGINT)
