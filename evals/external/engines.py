@@ -69,16 +69,26 @@ def bm25s_ranker(unit_terms: Sequence[list[str]], analyze: Callable[[str], list[
 
 def rank_bm25_ranker(unit_terms: Sequence[list[str]], analyze: Callable[[str], list[str]],
                      params: BM25Params, depth: int) -> Ranker:
-    """rank-bm25's ``BM25Okapi`` (Robertson idf, negative idf floored at 0.25 x mean idf)."""
+    """rank-bm25's ``BM25Okapi`` (Robertson idf, negative idf floored at 0.25 x mean idf).
+
+    Only units holding a query term are scored (``get_batch_scores``); the others
+    score 0 in ``get_scores`` too, so the ranking is the same, about twice as fast.
+    """
     module = _require("rank_bm25")
     # rank-bm25 divides by zero on empty units; a placeholder term matches no query
     model = module.BM25Okapi([t or ["\x00"] for t in unit_terms], k1=params.k1, b=params.b)
+    postings: dict[str, list[int]] = {}
+    for unit, terms in enumerate(unit_terms):
+        for term in set(terms):
+            postings.setdefault(term, []).append(unit)
 
     def rank(query: str) -> Ranked:
         terms = analyze(query)
-        if not terms:
+        candidates = sorted({u for t in terms for u in postings.get(t, ())})
+        if not candidates:
             return []
-        scores: npt.NDArray[np.float64] = model.get_scores(terms)
+        scores = np.zeros(len(unit_terms))
+        scores[candidates] = model.get_batch_scores(terms, candidates)
         return top_positive(scores, depth)
 
     return rank

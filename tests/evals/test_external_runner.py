@@ -162,3 +162,22 @@ def test_every_command_is_documented(name: str) -> None:
 def test_every_option_is_documented(name: str, option: str) -> None:
     section = DOC.split(f"### `python -m evals.external {name}")[1].split("\n### ")[0]
     assert f"`{option}" in section
+
+
+def test_rank_bm25_over_candidate_units_ranks_as_its_full_scoring() -> None:
+    import numpy as np
+    import rank_bm25
+
+    from evals.external.engines import rank_bm25_ranker
+    from groundkit.analysis import Analyzer
+    from groundkit.retrieval.bm25 import BM25Params
+
+    analyzer = Analyzer()
+    dataset = make_dataset(seed=5, n_docs=50)
+    units = [analyzer.analyze(f"{d.title}\n{d.text}") for d in dataset.docs]
+    params = BM25Params(k1=0.9, b=0.4)
+    rank = rank_bm25_ranker(units, analyzer.analyze, params, depth=1000)
+    model = rank_bm25.BM25Okapi(units, k1=0.9, b=0.4)
+    for query in dataset.queries.values():
+        assert rank(query) == top_positive(np.asarray(model.get_scores(analyzer.analyze(query))),
+                                           1000)
