@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test lint typecheck golden-lint pytest eval bench lock browser clean
+.PHONY: help venv test lint typecheck golden-lint pytest eval bench lock browser inspector clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -26,6 +26,16 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $@
 
 venv: $(STAMP) ## create .venv and install groundkit with every extra (pinned by requirements.lock)
+
+INSPECTOR := .cache/inspector
+export GROUNDKIT_INSPECTOR_DIR := $(abspath $(INSPECTOR))
+
+inspector: ## install the MCP Inspector CLI (npm) used as an independent MCP client in tests
+	@test -x $(INSPECTOR)/node_modules/.bin/mcp-inspector || { \
+	  if command -v npm >/dev/null 2>&1; then \
+	    mkdir -p $(INSPECTOR) && npm install --prefix $(INSPECTOR) --no-audit --no-fund --silent \
+	      @modelcontextprotocol/inspector@0.15.0 >/dev/null; \
+	  else echo "npm not found: the MCP Inspector test will skip"; fi; }
 
 browser: ## install headless Chromium (Debian) for the HTML report test, if missing
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -42,7 +52,7 @@ typecheck: $(STAMP) ## mypy (strict) over groundkit/
 golden-lint: $(STAMP) ## lint the golden corpus (quotes, checksums, ids, counts)
 	$(PY) -m evals.golden lint golden/v1
 
-pytest: $(STAMP) browser ## the pytest suite alone
+pytest: $(STAMP) browser inspector ## the pytest suite alone
 	$(PY) -m pytest -q
 
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
@@ -61,4 +71,5 @@ lock: ## re-resolve requirements.lock from pyproject.toml (deliberate commit)
 	rm -rf .lock-venv
 
 clean: ## remove the venv, caches and generated reports
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis evals/results reports/*.html
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis evals/results \
+	  reports/*.html

@@ -91,28 +91,44 @@ def _record(coll: Collection, hit: Hit, *, verify: bool) -> rpt.HitRecord:
 
 def run_stages(plan: Plan, home: Path, out_dir: Path, log: Log,
                shown: int = 10) -> list[rpt.StageResult]:
-    """Index once per distinct index configuration, then run every stage."""
+    """Index once per distinct index configuration, then run every stage.
+
+    Collections stay open across the stages that share them, so query
+    embeddings (computed once, in a batch) and loaded indexes are reused.
+    """
     docs = plan.golden.root / "docs"
-    collections: dict[tuple[Any, ...], str] = {}
+    opened: dict[tuple[Any, ...], Collection] = {}
+    judged: dict[tuple[Any, ...], dict[str, dict[str, int]]] = {}
     results = []
-    for stage in plan.stages:
-        key = stage.index_key()
-        if key not in collections:
-            name = f"golden{len(collections)}"
+    try:
+        for stage in plan.stages:
+            key = stage.index_key()
+            if key not in opened:
+                opened[key] = _build(stage, docs, home, f"golden{len(opened)}", log)
+                judged[key] = judge(plan.golden, opened[key].chunks())
+            coll = opened[key]
             t = time.perf_counter()
-            report = index(name, _index_config(stage, docs), home=home)
-            log(f"indexed {report.chunks} chunks for {stage.name} in "
-                f"{time.perf_counter() - t:.1f}s")
-            collections[key] = name
-        with Collection.open(collections[key], home) as coll:
-            t = time.perf_counter()
-            qrels = judge(plan.golden, coll.chunks())
+            if stage.embedding:
+                from groundkit.dense_search import prime_queries
+
+                prime_queries(coll, [q.question for q in plan.golden.questions])
             records, ranked = _search_stage(coll, stage, plan.golden, shown)
-        trec.write_run(out_dir / "runs" / f"{stage.name}.trec", ranked, tag=stage.name)
-        log(f"ran {stage.name}: {len(records)} questions in {time.perf_counter() - t:.1f}s")
-        results.append(rpt.StageResult(name=stage.name, description=stage.description,
-                                       config=stage.config(), hits=records, qrels=qrels))
+            trec.write_run(out_dir / "runs" / f"{stage.name}.trec", ranked, tag=stage.name)
+            log(f"ran {stage.name}: {len(records)} questions in {time.perf_counter() - t:.1f}s")
+            results.append(rpt.StageResult(name=stage.name, description=stage.description,
+                                           config=stage.config(), hits=records,
+                                           qrels=judged[key]))
+    finally:
+        for coll in opened.values():
+            coll.close()
     return results
+
+
+def _build(stage: Stage, docs: Path, home: Path, name: str, log: Log) -> Collection:
+    t = time.perf_counter()
+    report = index(name, _index_config(stage, docs), home=home)
+    log(f"indexed {report.chunks} chunks for {stage.name} in {time.perf_counter() - t:.1f}s")
+    return Collection.open(name, home)
 
 
 def questions_of(golden: Golden) -> list[rpt.Question]:

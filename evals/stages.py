@@ -71,6 +71,20 @@ register(Stage(name="bm25-chunk2000", description="BM25 over 2000-character chun
                chunk_size=2000, chunk_overlap=300))
 
 
+DENSE_NEEDS = ("sentence_transformers", "lancedb")
+MINILM = "local:all-MiniLM-L6-v2"
+register(Stage(name="dense-minilm", description="dense: all-MiniLM-L6-v2 (local, offline), "
+               "cosine, no threshold", embedding=MINILM, mode="dense", needs=DENSE_NEEDS))
+register(Stage(name="hybrid-rrf60", description="BM25 + dense (MiniLM) fused by RRF, k=60",
+               embedding=MINILM, mode="hybrid", options={"rrf_k": 60}, needs=DENSE_NEEDS))
+for _k in (10, 30, 100):
+    register(Stage(name=f"hybrid-rrf{_k}", description=f"fusion ablation: RRF with k={_k}",
+                   embedding=MINILM, mode="hybrid", options={"rrf_k": _k}, needs=DENSE_NEEDS))
+register(Stage(name="hybrid-convex", description="fusion ablation: 0.5/0.5 convex combination "
+               "of min-max normalised BM25 and cosine scores", embedding=MINILM, mode="hybrid",
+               options={"fusion": "convex"}, needs=DENSE_NEEDS))
+
+
 def default_stages() -> list[str]:
     return [name for name, stage in STAGES.items() if stage.default]
 

@@ -21,13 +21,21 @@ import numpy as np
 import numpy.typing as npt
 
 from . import store
-from .errors import ChunkNotFoundError, CollectionNotFoundError, InvalidSpanError, UsageError
+from .errors import (
+    ChunkNotFoundError,
+    CollectionNotFoundError,
+    IndexMismatchError,
+    InvalidSpanError,
+    UsageError,
+)
 from .indexer import DerivedBuilder, IndexConfig, IndexReport, Progress, index_collection
 from .model import COLLECTION_NAME, Chunk, Hit, Status, Verdict, split_chunk_id
 from .verify import unresolvable, verify
 
 if TYPE_CHECKING:
+    from .embeddings import EmbeddingIdentity, EmbeddingProvider
     from .retrieval.bm25 import BM25Index
+    from .retrieval.dense import VectorStore
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -71,11 +79,15 @@ def index(
     builders: Sequence[DerivedBuilder] | None = None,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Index ``config.roots`` into collection ``name`` (created if new)."""
+    """Index ``config.roots`` into collection ``name`` (created if new).
+
+    With ``config.extra["embedding"] = {"spec": "local:all-MiniLM-L6-v2"}`` the
+    generation also gets dense vectors (re-embedding only new chunks).
+    """
     from .derived import default_builders
 
     directory = collection_dir(name, home)
-    chosen = default_builders() if builders is None else builders
+    chosen = default_builders(progress) if builders is None else builders
     return index_collection(name, directory, config, builders=chosen, progress=progress,
                             skip_dirs=(resolve_home(home),))
 
@@ -150,6 +162,44 @@ class Collection:
 
             self._cache["rowids"] = load_rowids(self.generation_dir, self.chunk_count)
         return self._cache["rowids"]  # type: ignore[no-any-return]
+
+    def chunk_ids(self) -> list[str]:
+        """The generation's chunk ids in canonical order (position i = document i)."""
+        if "chunk_ids" not in self._cache:
+            self._cache["chunk_ids"] = [c.chunk_id for c in self.chunks()]
+        return self._cache["chunk_ids"]  # type: ignore[no-any-return]
+
+    def positions(self) -> dict[str, int]:
+        """chunk id -> position in canonical order."""
+        if "positions" not in self._cache:
+            self._cache["positions"] = {cid: i for i, cid in enumerate(self.chunk_ids())}
+        return self._cache["positions"]  # type: ignore[no-any-return]
+
+    def embedding_spec(self) -> str | None:
+        """``provider:model`` the collection was embedded with, or ``None``."""
+        embedding = self.config.get("embedding")
+        return str(embedding["spec"]) if embedding else None
+
+    def embedder(self) -> EmbeddingProvider:
+        """The query-side provider for the recorded embedding model (loaded once)."""
+        if "embedder" not in self._cache:
+            from .embeddings import make_provider
+
+            embedding = self.config.get("embedding")
+            if not embedding:
+                raise IndexMismatchError(f"collection {self.name!r} has no embedding index")
+            self._cache["embedder"] = make_provider(embedding["spec"],
+                                                    **embedding.get("options", {}))
+        return self._cache["embedder"]  # type: ignore[no-any-return]
+
+    def vectors(self, identity: EmbeddingIdentity | None = None) -> VectorStore:
+        """The generation's vector store; fails closed on another identity or generation."""
+        key = f"vectors:{identity}"
+        if key not in self._cache:
+            from .derived import load_vectors
+
+            self._cache[key] = load_vectors(self, identity)
+        return self._cache[key]  # type: ignore[no-any-return]
 
     def stored_chunks(self, positions: Sequence[int]) -> list[store.StoredChunk]:
         """The chunks at index positions ``positions``, in that order."""

@@ -10,6 +10,7 @@ from .analysis import DEFAULT_PRESET, PRESETS, Analyzer
 from .chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
 from .cli import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 from .collection import Collection, fetch_chunk, index, list_collections
+from .errors import UsageError
 from .indexer import IndexConfig
 from .model import Status
 from .progress import ProgressBar
@@ -39,6 +40,12 @@ def _index(p: argparse.ArgumentParser) -> Handler:
                        f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
     p.add_argument("--k1", type=float, default=_BM25.k1, help=f"BM25 k1 (default {_BM25.k1})")
     p.add_argument("--b", type=float, default=_BM25.b, help=f"BM25 b (default {_BM25.b})")
+    p.add_argument("--embed", metavar="PROVIDER:MODEL",
+                   help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
+                   "(offline, extra 'dense') or ollama:nomic-embed-text (extra 'ollama'); "
+                   "only new chunks are embedded on re-index")
+    p.add_argument("--ollama-host", metavar="URL",
+                   help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
 
     def run(args: argparse.Namespace) -> int:
         config = IndexConfig(
@@ -48,7 +55,8 @@ def _index(p: argparse.ArgumentParser) -> Handler:
             max_bytes=args.max_bytes,
             chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap),
             extra={"analyzer": Analyzer.preset(args.analyzer).to_dict(),
-                   "bm25": BM25Params(k1=args.k1, b=args.b).to_dict()},
+                   "bm25": BM25Params(k1=args.k1, b=args.b).to_dict(),
+                   **_embedding(args)},
         )
         with ProgressBar("indexing") as bar:
             report = index(args.collection, config, home=args.home, progress=bar.update)
@@ -66,6 +74,18 @@ def _index(p: argparse.ArgumentParser) -> Handler:
         return 0
 
     return run
+
+
+def _embedding(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.embed:
+        if args.ollama_host:
+            raise UsageError("--ollama-host only applies with --embed ollama:MODEL")
+        return {}
+    from .embeddings import make_provider
+
+    options = {"host": args.ollama_host} if args.ollama_host else {}
+    make_provider(args.embed, **options)  # validates the spec and options before indexing
+    return {"embedding": {"spec": args.embed, "options": options}}
 
 
 @command("fetch", "Re-read a cited chunk now: verified, drifted or unresolvable.")

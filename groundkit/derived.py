@@ -12,6 +12,7 @@ closed (:class:`~groundkit.errors.IndexMismatchError`).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -23,11 +24,13 @@ import numpy.typing as npt
 from . import store
 from .analysis import DEFAULT_PRESET, Analyzer
 from .errors import GroundkitError, IndexMismatchError
-from .indexer import DerivedBuilder
+from .indexer import DerivedBuilder, Progress
 from .retrieval.bm25 import BM25Index, BM25Params
 
 if TYPE_CHECKING:
     from .collection import Collection
+    from .embeddings import EmbeddingIdentity
+    from .retrieval.dense import VectorStore
 
 ROWIDS = "rowids.npy"
 
@@ -64,9 +67,71 @@ def build_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
     index.save(gen_dir / "bm25", stamp(settings, generation))
 
 
-def default_builders() -> list[DerivedBuilder]:
-    """The derived indexes every generation gets (dense vectors are added on request)."""
-    return [build_rowids, build_bm25]
+def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
+    """Build ``gen-<N>/vectors`` when the settings name an embedding model.
+
+    Vectors of chunks already embedded in the previous generation (same chunk
+    id, same embedding identity) are reused; only new chunks are embedded.
+    """
+
+    def build(conn: sqlite3.Connection, generation: int, gen_dir: Path,
+              settings: dict[str, Any]) -> None:
+        embedding = settings.get("embedding")
+        if not embedding:
+            return
+        from .embeddings import make_provider
+        from .retrieval.dense import VectorStore
+
+        provider = make_provider(embedding["spec"], **embedding.get("options", {}))
+        chunks = list(store.iter_generation_chunks(conn, generation))
+        previous = _previous_vectors(conn, gen_dir, settings, provider.identity)
+        embed_progress = None
+        if progress is not None:
+            def embed_progress(done: int, total: int, label: str) -> None:
+                progress(done, total, "embedding " + label)
+        VectorStore.build(gen_dir / "vectors", stamp(settings, generation), provider.identity,
+                          [c.chunk_id for c in chunks], [c.text for c in chunks], provider,
+                          previous=previous, progress=embed_progress)
+
+    return build
+
+
+def _previous_vectors(conn: sqlite3.Connection, gen_dir: Path, settings: dict[str, Any],
+                      identity: EmbeddingIdentity) -> VectorStore | None:
+    from .retrieval.dense import VectorStore
+
+    previous = store.current_generation(conn)
+    if previous is None:
+        return None
+    try:
+        return VectorStore.open(gen_dir.parent / f"gen-{previous}" / "vectors",
+                                stamp(settings, previous), identity)
+    except GroundkitError:
+        return None  # nothing reusable: embed everything
+
+
+def default_builders(progress: Progress | None = None) -> list[DerivedBuilder]:
+    """The derived indexes every generation gets; vectors when an embedding is configured."""
+    return [build_rowids, build_bm25, vector_builder(progress)]
+
+
+def load_vectors(coll: Collection, identity: EmbeddingIdentity | None) -> VectorStore:
+    from .embeddings import EmbeddingIdentity
+    from .retrieval.dense import META, VectorStore
+
+    directory = coll.generation_dir / "vectors"
+    if identity is None:  # integrity checks: take the identity the store records
+        try:
+            meta = json.loads((directory / META).read_text("utf-8"))
+            identity = EmbeddingIdentity.from_dict(meta["identity"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexMismatchError(f"vector store {directory} is unreadable ({exc})") from exc
+    vectors = VectorStore.open(directory, stamp(coll.config, coll.generation), identity)
+    if sorted(vectors.chunk_ids) != sorted(coll.chunk_ids()):
+        raise IndexMismatchError(
+            f"vector store {directory} does not hold exactly the generation's chunks; re-index"
+        )
+    return vectors
 
 
 def load_rowids(gen_dir: Path, expected: int) -> npt.NDArray[np.int64]:
@@ -112,8 +177,7 @@ def check_derived(coll: Collection) -> list[str]:
         load_bm25(coll)
     except GroundkitError as exc:
         problems.append(str(exc))
-    meta = coll.generation_dir / "vectors" / "meta.json"
-    if meta.is_file():
+    if coll.embedding_spec() is not None:
         try:
             coll.vectors()
         except GroundkitError as exc:

@@ -51,7 +51,9 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
         print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
         if explain:
             for e in hit.explanation:
-                print(f"     {e.retriever}: rank {e.rank}, score {e.score:.4f}")
+                fused = (f", adds {e.detail['contribution']:.4f} to the fused score"
+                         if "contribution" in e.detail else "")
+                print(f"     {e.retriever}: rank {e.rank}, score {e.score:.4f}{fused}")
                 for t in e.detail.get("terms", []):
                     print(f"       {t['term']!r}: idf {t['idf']:.4f} × tf {t['tf']} "
                           f"(doc length {t['doc_length']}, norm {t['norm_length']}) "
