@@ -123,6 +123,9 @@ class Collection:
         return cls(name=name, directory=directory, conn=conn, generation=generation)
 
     def close(self) -> None:
+        embedder = self._cache.pop("embedder", None)
+        if embedder is not None:
+            embedder.close()
         self.conn.close()
 
     def __enter__(self) -> Collection:

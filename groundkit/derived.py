@@ -89,9 +89,13 @@ def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
         if progress is not None:
             def embed_progress(done: int, total: int, label: str) -> None:
                 progress(done, total, "embedding " + label)
-        VectorStore.build(gen_dir / "vectors", stamp(settings, generation), provider.identity,
-                          [c.chunk_id for c in chunks], [c.text for c in chunks], provider,
-                          previous=previous, progress=embed_progress)
+        try:
+            VectorStore.build(gen_dir / "vectors", stamp(settings, generation),
+                              provider.identity, [c.chunk_id for c in chunks],
+                              [c.text for c in chunks], provider, previous=previous,
+                              progress=embed_progress)
+        finally:
+            provider.close()
 
     return build
 

@@ -1,0 +1,136 @@
+"""Dense and hybrid search through the real store, LanceDB and embedding providers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import TreeMaker
+
+from groundkit.collection import Collection, IndexConfig, index
+from groundkit.errors import IndexMismatchError, UsageError
+from groundkit.testing.ollama_standin import OllamaStandin, hashing_embedder
+
+pytest.importorskip("lancedb")
+
+DOCS = {
+    "cars.md": "# Fleet\n\nEvery automobile in the fleet is serviced each spring.\n",
+    "logs.md": "# Logs\n\nDeployment logs are kept for 30 days.\n",
+    "oncall.md": "# On-call\n\nThe on-call engineer restarts the ingest worker.\n",
+}
+
+
+def embedded(root: Path, home: Path, spec: str, **options: object) -> Collection:
+    extra = {"embedding": {"spec": spec, "options": options}}
+    index("k", IndexConfig(roots=(str(root),), extra=extra), home=home)
+    return Collection.open("k", home)
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collection]:
+    pytest.importorskip("sentence_transformers")
+    base = tmp_path_factory.mktemp("dense")
+    root = base / "docs"
+    root.mkdir()
+    for name, text in DOCS.items():
+        (root / name).write_text(text)
+    coll = embedded(root, base / "home", "local:all-MiniLM-L6-v2")
+    yield coll
+    coll.close()
+
+
+def test_dense_search_finds_a_paraphrase_bm25_cannot(local: Collection) -> None:
+    assert local.search("car maintenance") == []  # no shared word: BM25 abstains
+    [top, *_] = local.search("car maintenance", mode="dense")
+    assert top.chunk.doc_id == "cars.md" and top.explanation[0].retriever == "dense"
+
+
+def test_dense_abstains_only_with_a_cosine_threshold(local: Collection) -> None:
+    assert len(local.search("zebra", mode="dense", top_k=3)) == 3
+    assert local.search("zebra", mode="dense", score_threshold=0.99) == []
+
+
+def test_hybrid_hits_explain_their_rank_in_each_list_and_fused_contribution(
+    local: Collection,
+) -> None:
+    [top, *_] = local.search("deployment logs", mode="hybrid", rrf_k=60)
+    assert top.chunk.doc_id == "logs.md"
+    parts = {c.retriever: c for c in top.explanation}
+    assert set(parts) == {"bm25", "dense"}
+    expected = 1 / (60 + parts["bm25"].rank) + 1 / (60 + parts["dense"].rank)
+    assert top.score == pytest.approx(expected)
+
+
+def test_hybrid_refuses_a_score_threshold(local: Collection) -> None:
+    with pytest.raises(UsageError, match="rank-derived"):
+        local.search("logs", mode="hybrid", score_threshold=0.5)
+
+
+def test_asking_for_another_embedding_model_fails_closed(local: Collection) -> None:
+    with pytest.raises(IndexMismatchError, match="embedded with local:all-MiniLM-L6-v2"):
+        local.search("logs", mode="dense", embed_model="ollama:nomic-embed-text")
+
+
+def test_a_collection_without_vectors_refuses_dense_search(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    index("plain", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)
+    with Collection.open("plain", home) as coll, pytest.raises(UsageError, match="--embed"):
+        coll.search("logs", mode="dense")
+
+
+SEEN: list[str] = []
+"""Every text the stand-in embedded, in order."""
+
+
+def _recording(texts: list[str]) -> object:
+    SEEN.extend(texts)
+    return hashing_embedder(64)(texts)
+
+
+@pytest.fixture
+def ollama() -> Iterator[OllamaStandin]:
+    SEEN.clear()
+    with OllamaStandin(_recording, models=["nomic-embed-text"]) as server:
+        yield server
+
+
+def test_the_ollama_provider_indexes_and_searches_through_a_loopback_server(
+    make_tree: TreeMaker, home: Path, ollama: OllamaStandin,
+) -> None:
+    coll = embedded(make_tree(DOCS), home, "ollama:nomic-embed-text", host=ollama.url)
+    hits = coll.search("deployment logs kept", mode="hybrid")
+    assert hits[0].chunk.doc_id == "logs.md"
+    assert coll.vectors().identity.describe().startswith("ollama:nomic-embed-text (64-d")
+    assert coll.check() == []
+    coll.close()
+
+
+def test_reindexing_embeds_only_new_chunks(
+    make_tree: TreeMaker, home: Path, ollama: OllamaStandin,
+) -> None:
+    root = make_tree(DOCS)
+    embedded(root, home, "ollama:nomic-embed-text", host=ollama.url).close()
+    before = len(SEEN)
+    (root / "new.md").write_text("A brand new runbook about backups.\n")
+    coll = embedded(root, home, "ollama:nomic-embed-text", host=ollama.url)
+    documents = [t for t in SEEN[before:] if t != "search_document: dimension probe"]
+    assert documents == ["search_document: A brand new runbook about backups."]
+    assert len(coll.vectors()) == 4
+    coll.close()
+
+
+def test_vectors_from_another_generation_fail_closed(
+    make_tree: TreeMaker, home: Path, ollama: OllamaStandin,
+) -> None:
+    coll = embedded(make_tree(DOCS), home, "ollama:nomic-embed-text", host=ollama.url)
+    meta_path = coll.generation_dir / "vectors" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["stamp"]["generation"] += 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(IndexMismatchError, match="stale"):
+        coll.search("logs", mode="dense")
+    assert any("vector store" in p for p in coll.check())
+    coll.close()
