@@ -52,7 +52,9 @@ __all__ = ["METHODS", "BM25Index", "BM25Params", "TermExplanation", "posting_sco
 IntArray = npt.NDArray[np.int64]
 F32Array = npt.NDArray[np.float32]
 _FILES = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets",
-          "max_scores", "kth10", "kth100")
+          "imp_ptr", "imp_docs", "imp_scores", "imp_next")
+_STATS = ("n_docs_nonempty", "avgdl")
+_TERM_CACHE_SIZE = 65_536
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,13 +81,13 @@ class BM25Index:
 
     def __init__(
         self, *, analyzer: Analyzer, params: BM25Params, arrays: dict[str, Any],
-        terms_blob: bytes | Any, n_docs_nonempty: int, avgdl: float,
+        terms_blob: bytes | Any, stats: dict[str, Any],
     ) -> None:
         self.analyzer, self.params = analyzer, params
         # plain ndarray views of memory maps: np.memmap slicing costs Python calls
         arrays = {k: v.view(np.ndarray) if isinstance(v, np.memmap) else v
                   for k, v in arrays.items()}
-        self._arrays = arrays
+        self._arrays, self._stats = arrays, {k: stats[k] for k in _STATS}
         self.indptr: IntArray = arrays["indptr"]
         self.docs: npt.NDArray[np.int32] = arrays["docs"]
         self.scores: F32Array = arrays["scores"]
@@ -94,12 +96,14 @@ class BM25Index:
         self.term_hashes: npt.NDArray[np.uint32] = arrays["term_hashes"]
         self.term_offsets: IntArray = arrays["term_offsets"]
         self.n_docs = len(self.doc_lengths)
-        self.n_docs_nonempty, self.avgdl = n_docs_nonempty, avgdl
+        self.n_docs_nonempty: int = int(stats["n_docs_nonempty"])
+        self.avgdl: float = float(stats["avgdl"])
         self._blob = terms_blob
         self._hash_view = _view(self.term_hashes, "I")
         self._ptr_view = _view(self.indptr, "q")
         self._off_view = _view(self.term_offsets, "q")
-        self._kernels = Kernels(arrays, self._ptr_view, negative=params.method == "robertson")
+        self._term_ids: dict[str, int] = {}
+        self._kernels = Kernels(arrays)
 
     # -- building ---------------------------------------------------------------------
 
@@ -136,9 +140,9 @@ class BM25Index:
 
     @classmethod
     def _scored(cls, postings: Postings, analyzer: Analyzer, params: BM25Params) -> BM25Index:
-        arrays, blob, nonempty, avgdl = score_postings(postings, params)
-        return cls(analyzer=analyzer, params=params, arrays=arrays, terms_blob=blob,
-                   n_docs_nonempty=nonempty, avgdl=avgdl)
+        arrays, stats = score_postings(postings, params)
+        return cls(analyzer=analyzer, params=params, arrays=arrays,
+                   terms_blob=postings.vocabulary.blob, stats=stats)
 
     # -- vocabulary -------------------------------------------------------------------
 
@@ -152,6 +156,14 @@ class BM25Index:
 
     def term_id(self, term: str) -> int:
         """The id of an index term, or -1 when the collection never contains it."""
+        tid = self._term_ids.get(term)
+        if tid is None:
+            if len(self._term_ids) >= _TERM_CACHE_SIZE:
+                self._term_ids.clear()
+            tid = self._term_ids[term] = self._find_term(term)
+        return tid
+
+    def _find_term(self, term: str) -> int:
         encoded = term.encode("utf-8", "surrogatepass")
         h, hashes, off = zlib.crc32(encoded), self._hash_view, self._off_view
         lo, hi = 0, len(hashes)
@@ -244,8 +256,8 @@ class BM25Index:
         meta = {
             "stamp": stamp, "analyzer": self.analyzer.to_dict(),
             "analyzer_identity": self.analyzer.identity, "params": self.params.to_dict(),
-            "n_docs": self.n_docs, "n_docs_nonempty": self.n_docs_nonempty,
-            "avgdl": self.avgdl, "n_terms": self.n_terms, "n_postings": len(self.docs),
+            "n_docs": self.n_docs, "n_terms": self.n_terms, "n_postings": len(self.docs),
+            **self._stats,
         }
         arrays = {name: self._arrays[name] for name in _FILES}
         return bm25_store.save_index(Path(directory), arrays, bytes(self._blob), meta)
@@ -285,7 +297,7 @@ class BM25Index:
         arrays, blob = bm25_store.open_arrays(root, meta, _FILES)
         _check_shapes(root, meta, arrays, len(blob))
         return cls(analyzer=built_with, params=params, arrays=arrays, terms_blob=blob,
-                   n_docs_nonempty=int(meta["n_docs_nonempty"]), avgdl=float(meta["avgdl"]))
+                   stats=meta)
 
 
 def _view(arr: npt.NDArray[Any], fmt: str) -> Any:
@@ -301,7 +313,10 @@ def _check_shapes(root: Path, meta: dict[str, Any], a: dict[str, Any], blob_len:
         len(a["term_offsets"]) != n_terms + 1, len(a["docs"]) != nnz,
         len(a["scores"]) != nnz, len(a["tfs"]) != nnz, len(a["doc_lengths"]) != n_docs,
         int(a["indptr"][0]) != 0 or int(a["indptr"][-1]) != nnz,
-        int(a["term_offsets"][-1]) != blob_len,
+        int(a["term_offsets"][-1]) != blob_len, len(a["imp_ptr"]) != n_terms + 1,
+        len(a["imp_next"]) != n_terms, len(a["imp_docs"]) != len(a["imp_scores"]),
+        int(a["imp_ptr"][-1]) != len(a["imp_docs"]),
+        any(not isinstance(meta.get(k), int | float) for k in _STATS),
     ]
     if any(problems):
         raise bm25_store.damaged(root, "array shapes disagree with meta.json")

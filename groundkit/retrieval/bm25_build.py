@@ -12,13 +12,12 @@ import numpy.typing as npt
 from ..analysis import Analyzer
 from . import scoring
 from .bm25_params import BM25Params
+from .bm25_query import impact_prefixes
 from .bm25_tokens import ChunkTerms, batch_term_ids
 
 IntArray = npt.NDArray[np.int64]
 I32Array = npt.NDArray[np.int32]
 F32Array = npt.NDArray[np.float32]
-LONG = 1024
-"""Posting lists at least this long get their 10th and 100th best scores precomputed."""
 
 
 class Vocabulary(NamedTuple):
@@ -100,6 +99,8 @@ def lucene_scores(
     The same float32 operations on the same operands (``normInverse`` per document,
     the float32 weight per term), without per-posting float64 temporaries.
     """
+    if len(docs) == 0:  # no postings (and avgdl 0): nothing to score
+        return np.zeros(0, dtype=np.float32)
     weight = np.asarray(scoring.idf_lucene(df.astype(np.float64), n_docs), dtype=np.float32)
     norm_inverse = scoring.norm_inverse_lucene(dl.astype(np.int32), avgdl, k1, b)
     x = norm_inverse[docs]
@@ -111,8 +112,8 @@ def lucene_scores(
     return scores
 
 
-def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], bytes, int, float]:
-    """The index arrays for ``p`` under ``params``: (arrays, term blob, docCount, avgdl)."""
+def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The index arrays for ``p`` under ``params``, and its scalar statistics."""
     indptr, docs, tfs, doc_lengths = p.indptr, p.docs, p.tfs, p.doc_lengths
     df = np.diff(indptr)
     nonempty = int(np.count_nonzero(doc_lengths))
@@ -129,23 +130,9 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], byt
         "doc_lengths": doc_lengths.astype(np.int32), "term_hashes": p.vocabulary.hashes,
         "term_offsets": p.vocabulary.offsets,
     }
-    arrays.update(_impact_bounds(indptr, scores))
-    return arrays, p.vocabulary.blob, nonempty, avgdl
-
-
-def _impact_bounds(indptr: IntArray, scores: F32Array) -> dict[str, F32Array]:
-    """Per term: the best score, and the 10th / 100th best for long posting lists."""
-    n_terms = len(indptr) - 1
-    best = np.zeros(n_terms, dtype=np.float32)
-    if len(scores):
-        best = np.maximum.reduceat(scores, indptr[:-1]).astype(np.float32)
-    kth = {10: np.zeros(n_terms, np.float32), 100: np.zeros(n_terms, np.float32)}
-    for tid in np.flatnonzero(np.diff(indptr) >= LONG):
-        lo, hi = indptr[tid], indptr[tid + 1]
-        top = np.partition(scores[lo:hi], hi - lo - 100)[hi - lo - 100 :]
-        kth[100][tid] = top.min()
-        kth[10][tid] = np.partition(top, 90)[90]
-    return {"max_scores": best, "kth10": kth[10], "kth100": kth[100]}
+    arrays.update(impact_prefixes(indptr, docs, scores))
+    stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl}
+    return arrays, stats
 
 
 class Builder:

@@ -24,7 +24,8 @@ import numpy.typing as npt
 
 from ..errors import IndexMismatchError
 
-FORMAT = "groundkit-bm25/1"
+FORMAT = "groundkit-bm25/2"
+"""Bumped whenever the files change: an index in an older format is refused (rebuild)."""
 
 
 def save_index(

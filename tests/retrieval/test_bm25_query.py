@@ -1,0 +1,192 @@
+import json
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundkit.analysis import Analyzer
+from groundkit.errors import IndexMismatchError
+from groundkit.retrieval import bm25_query
+from groundkit.retrieval.bm25 import METHODS, BM25Index, BM25Params
+
+SIMPLE = Analyzer.preset("simple")
+STAMP = {"generation": 1}
+
+
+def exhaustive(index, query, k, threshold=None):
+    """The definition: every posting; a total is the float64 sum, in query order, of
+    float32(score * query count); best first, ties to the lower doc."""
+    counts = {}
+    for term in query:
+        tid = index.term_id(term)
+        if tid >= 0:
+            counts[tid] = counts.get(tid, 0) + 1
+    totals = {}
+    for tid, c in counts.items():
+        lo, hi = int(index.indptr[tid]), int(index.indptr[tid + 1])
+        for d, s in zip(index.docs[lo:hi].tolist(), index.scores[lo:hi].tolist(), strict=True):
+            totals[d] = totals.get(d, 0.0) + (s if c == 1 else float(np.float32(s) * c))
+    hits = sorted(totals.items(), key=lambda h: (-h[1], h[0]))[:k]
+    return [h for h in hits if threshold is None or h[1] >= threshold]
+
+
+def corpus(seed, n_docs=400, vocab=60, copies=3):
+    """Zipf-ish random documents, each repeated ``copies`` times so that ties abound."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    weights = [1 / (i + 1) for i in range(vocab)]
+    docs = [rng.choices(words, weights, k=rng.randint(1, 25)) for _ in range(n_docs)]
+    docs = [d for d in docs for _ in range(copies)]
+    rng.shuffle(docs)
+    return docs, words
+
+
+@pytest.fixture(params=["tiny-prefixes", "defaults"])
+def sizes(request, monkeypatch):
+    if request.param == "tiny-prefixes":  # prefixes cut at depth 8, lists over 3 long
+        monkeypatch.setattr(bm25_query, "SHORT", 3)
+        monkeypatch.setattr(bm25_query, "DEPTH", 8)
+        monkeypatch.setattr(bm25_query, "SMALL_QUERY", 16)
+    return request.param
+
+
+def test_impact_prefixes_are_exact_tops_of_each_terms_ranking(sizes):
+    docs, _ = corpus(1)
+    index = BM25Index.build(docs, SIMPLE)
+    a = index._arrays
+    for tid in range(index.n_terms):
+        lo, hi = int(index.indptr[tid]), int(index.indptr[tid + 1])
+        ranking = sorted(zip(index.scores[lo:hi].tolist(), index.docs[lo:hi].tolist(),
+                             strict=True), key=lambda p: (-p[0], p[1]))
+        ilo, ihi = int(a["imp_ptr"][tid]), int(a["imp_ptr"][tid + 1])
+        prefix = list(zip(a["imp_scores"][ilo:ihi].tolist(), a["imp_docs"][ilo:ihi].tolist(),
+                          strict=True))
+        nxt = float(a["imp_next"][tid])
+        if hi - lo <= bm25_query.SHORT:
+            assert prefix == [] and nxt == 0.0
+            continue
+        assert len(prefix) <= bm25_query.DEPTH and prefix == ranking[: len(prefix)]
+        if hi - lo <= bm25_query.DEPTH:
+            assert len(prefix) == hi - lo and nxt == 0.0
+        else:
+            assert all(s > nxt for s, _ in prefix)
+            assert all(s <= nxt for s, _ in ranking[len(prefix) :])
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_query_equals_exhaustive_scoring(sizes, method):
+    docs, words = corpus(2)
+    index = BM25Index.build(docs, SIMPLE, BM25Params(method=method))
+    rng = random.Random(3)
+    for _ in range(120):
+        query = rng.sample(words[:6], rng.randint(0, 2)) + rng.sample(words, rng.randint(1, 4))
+        if rng.random() < 0.2:
+            query += [rng.choice(query)] * rng.randint(1, 2)  # repeated terms: counts 2, 3
+        for k in (1, 2, 10, 37, 2000):
+            assert index.search_terms(query, top_k=k) == exhaustive(index, query, k), (query, k)
+
+
+def test_no_candidate_is_lost_when_one_term_proposes_them(sizes):
+    docs, words = corpus(12, copies=1)
+    index = BM25Index.build(docs, SIMPLE)
+    rng = random.Random(13)
+    for _ in range(300):
+        query = rng.sample(words[:8], 1) + rng.sample(words, rng.randint(1, 3))
+        for k in (1, 3, 10):
+            assert index.search_terms(query, top_k=k) == exhaustive(index, query, k), (query, k)
+
+
+def test_single_term_queries_equal_exhaustive_scoring_at_every_depth(sizes):
+    docs, words = corpus(4, copies=5)
+    index = BM25Index.build(docs, SIMPLE)
+    for word in words:
+        for k in (1, 3, 7, 8, 9, 50, 5000):
+            assert index.search_terms([word], top_k=k) == exhaustive(index, [word], k)
+        assert index.search_terms([word, word, word], top_k=5) == exhaustive(
+            index, [word] * 3, 5)
+
+
+def test_score_threshold_filters_exactly_what_exhaustive_scoring_would(sizes):
+    docs, words = corpus(5)
+    index = BM25Index.build(docs, SIMPLE)
+    rng = random.Random(6)
+    for _ in range(60):
+        query = rng.sample(words, rng.randint(1, 4))
+        full = exhaustive(index, query, 40)
+        for threshold in {full[0][1], full[len(full) // 2][1], full[-1][1], 0.0, 1e9}:
+            got = index.search_terms(query, top_k=40, score_threshold=threshold)
+            assert got == exhaustive(index, query, 40, threshold)
+
+
+@settings(max_examples=120, deadline=None)
+@given(docs=st.lists(st.lists(st.sampled_from("abcdefg"), max_size=12), max_size=40),
+       query=st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6),
+       k=st.integers(1, 12))
+def test_any_small_corpus_and_query_equal_exhaustive_scoring(docs, query, k):
+    index = BM25Index.build(docs, SIMPLE)
+    assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
+
+
+def test_every_selection_path_is_exercised(monkeypatch):
+    monkeypatch.setattr(bm25_query, "SHORT", 3)
+    monkeypatch.setattr(bm25_query, "DEPTH", 8)
+    monkeypatch.setattr(bm25_query, "SMALL_QUERY", 16)
+    seen = set()
+    at_least, select = bm25_query._Term.at_least, bm25_query.Kernels._select
+
+    def spy_at_least(self, floor, docs, scores):
+        seen.add("prefix" if self._in_prefix(floor) else "filter")
+        return at_least(self, floor, docs, scores)
+
+    def spy_select(self, *args):
+        before = set(seen)
+        out = select(self, *args)
+        seen.add("proposed" if seen != before else "scan-or-all")
+        return out
+
+    monkeypatch.setattr(bm25_query._Term, "at_least", spy_at_least)
+    monkeypatch.setattr(bm25_query.Kernels, "_select", spy_select)
+    docs, words = corpus(7, n_docs=600)
+    index = BM25Index.build([*docs, ["rare1", "w0"], ["rare1", "rare2"]], SIMPLE)
+    rng = random.Random(8)
+    queries = [["rare1", "w0"], ["rare1", "rare2", "w1"], ["w0", "w1", "w2"]]
+    queries += [rng.sample(words, rng.randint(2, 4)) for _ in range(100)]
+    for query in queries:
+        for k in (1, 10, 50):
+            assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
+    assert seen == {"prefix", "filter", "proposed", "scan-or-all"}
+
+
+def test_threads_searching_at_once_get_the_same_answers():
+    docs, words = corpus(9, n_docs=2000, vocab=200)
+    index = BM25Index.build(docs, SIMPLE)
+    rng = random.Random(10)
+    queries = [rng.sample(words, rng.randint(1, 4)) for _ in range(200)]
+    expected = [index.search_terms(q, top_k=10) for q in queries]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda q: index.search_terms(q, top_k=10), queries * 3))
+    assert got == expected * 3
+
+
+def test_impact_arrays_survive_save_and_load(tmp_path):
+    docs, words = corpus(11)
+    index = BM25Index.build(docs, SIMPLE)
+    index.save(tmp_path / "bm25", STAMP)
+    loaded = BM25Index.load(tmp_path / "bm25", STAMP)
+    for name in ("imp_ptr", "imp_docs", "imp_scores", "imp_next"):
+        assert np.array_equal(loaded._arrays[name], index._arrays[name]), name
+    for word in words[:20]:
+        assert loaded.search_terms([word, "w1"], top_k=7) == index.search_terms([word, "w1"],
+                                                                                top_k=7)
+
+
+def test_an_index_in_the_previous_format_is_refused_with_a_rebuild_hint(tmp_path):
+    BM25Index.build([["a", "b"]], SIMPLE).save(tmp_path / "bm25", STAMP)
+    meta = json.loads((tmp_path / "bm25" / "meta.json").read_text())
+    meta["format"] = "groundkit-bm25/1"
+    (tmp_path / "bm25" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexMismatchError, match="rebuild"):
+        BM25Index.load(tmp_path / "bm25", STAMP)
