@@ -125,6 +125,8 @@ def split_tokens(text: str, *, lowercase: bool = True, cjk: str = "bigram") -> l
         text = text.lower()
     if text.isascii():
         return _ASCII_FINDALL(text)  # type: ignore[no-any-return]
+    if text.isalnum() and _CJK_SEARCH(text) is None:
+        return [text]  # one word of letters and digits (every char \w, none CJK): one token
     tokens = token_pattern().findall(text)
     if _CJK_SEARCH(text) is None:
         return tokens

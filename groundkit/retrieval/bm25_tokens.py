@@ -41,8 +41,8 @@ I32Array = npt.NDArray[np.int32]
 _SEP = b" \x01 "
 _SEP_CHUNK = b"\x01"
 SEPARATOR, DROPPED = -2, -1
-_MISS = -(2**31)
 """Chunk codes: a text boundary, a chunk with no index term; ``<= -3``: several terms."""
+_MISS = -(2**31)
 
 _LETTER, _DIGIT, _HIGH = 1, 2, 4
 _JOINERS = {ord(":"): _LETTER, ord("'"): _LETTER | _DIGIT, ord("."): _LETTER | _DIGIT,
@@ -83,7 +83,7 @@ def chunk_batch(texts: Sequence[str], lowercase: bool) -> list[bytes]:
     encoded.insert(0, b"")
     encoded.append(b"")
     buf = bytearray(_SEP).join(encoded)  # starts and ends with a space: neighbours exist
-    joiners = np.flatnonzero(np.frombuffer(buf.translate(joiner_mask), dtype=np.uint8))
+    joiners = np.flatnonzero(np.frombuffer(buf.translate(joiner_mask), dtype=bool))
     if len(joiners):
         a = np.frombuffer(buf, dtype=np.uint8)
         before, after = cls[a[joiners - 1]], cls[a[joiners + 1]]
