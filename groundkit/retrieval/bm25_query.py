@@ -10,8 +10,7 @@ query count, in float32); the ``k`` best totals win and ties go to the lower doc
 * **Several terms**: every posting is added, in query order, into a per-thread
   float64 accumulator (``np.add.at`` with intp/float64 operands, about a
   nanosecond a posting; no per-query allocation, whose fresh pages cost more
-  than the sums). A query with few postings ranks every document it touched.
-  Otherwise ``theta``, a lower bound on the k-th best total, is the k-th best
+  than the sums). ``theta``, a lower bound on the k-th best total, is the k-th best
   exact total among seed documents (each long list's top ``k``, every short
   list). By MaxScore's argument (Turtle and Flood 1995) a document reaching
   ``theta`` scores at least ``theta - (sum of the other terms' maxima)`` on every
@@ -41,8 +40,6 @@ SHORT = 128
 """Posting lists this long or shorter are always read whole (no impact prefix stored)."""
 DEPTH = 1024
 """Impact prefixes hold at most this many postings (a clean cut at a score boundary)."""
-SMALL_QUERY = 2048
-"""Queries with at most this many postings rank every document they touch."""
 _F32 = np.float32
 
 
@@ -118,12 +115,12 @@ class Kernels:
         np.concatenate([s for _, s in postings], out=weights)
         np.add.at(acc, every, weights)
         try:
-            if n <= SMALL_QUERY:  # ranking every touched document is cheapest
-                touched = _distinct(every)
-                return _best(touched, acc[touched], k)
             return self._select(terms, postings, acc, every, k)
         finally:
-            acc[every] = 0.0
+            if n * 4 > len(acc):  # a memset beats scattering zeros
+                acc.fill(0.0)
+            else:
+                acc[every] = 0.0
 
     def _select(self, terms: list[_Term], postings: list[tuple[Any, Any]],
                 totals: npt.NDArray[np.float64], every: npt.NDArray[np.intp], k: int) -> Hits:

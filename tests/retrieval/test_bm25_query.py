@@ -49,7 +49,6 @@ def sizes(request, monkeypatch):
     if request.param == "tiny-prefixes":  # prefixes cut at depth 8, lists over 3 long
         monkeypatch.setattr(bm25_query, "SHORT", 3)
         monkeypatch.setattr(bm25_query, "DEPTH", 8)
-        monkeypatch.setattr(bm25_query, "SMALL_QUERY", 16)
     return request.param
 
 
@@ -133,7 +132,6 @@ def test_any_small_corpus_and_query_equal_exhaustive_scoring(docs, query, k):
 def test_every_selection_path_is_exercised(monkeypatch):
     monkeypatch.setattr(bm25_query, "SHORT", 3)
     monkeypatch.setattr(bm25_query, "DEPTH", 8)
-    monkeypatch.setattr(bm25_query, "SMALL_QUERY", 16)
     seen = set()
     at_least, select = bm25_query._Term.at_least, bm25_query.Kernels._select
 
