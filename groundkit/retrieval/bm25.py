@@ -53,7 +53,7 @@ IntArray = npt.NDArray[np.int64]
 F32Array = npt.NDArray[np.float32]
 _FILES = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets",
           "imp_ptr", "imp_docs", "imp_scores", "imp_next")
-_STATS = ("n_docs_nonempty", "avgdl")
+_STATS = ("n_docs_nonempty", "avgdl", "negative_scores")
 _TERM_CACHE_SIZE = 65_536
 
 
@@ -103,7 +103,7 @@ class BM25Index:
         self._ptr_view = _view(self.indptr, "q")
         self._off_view = _view(self.term_offsets, "q")
         self._term_ids: dict[str, int] = {}
-        self._kernels = Kernels(arrays)
+        self._kernels = Kernels(arrays, negative=bool(stats["negative_scores"]))
 
     # -- building ---------------------------------------------------------------------
 

@@ -131,7 +131,8 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
         "term_offsets": p.vocabulary.offsets,
     }
     arrays.update(impact_prefixes(indptr, docs, scores))
-    stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl}
+    stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl,
+             "negative_scores": bool(len(scores) and scores.min() < 0)}
     return arrays, stats
 
 

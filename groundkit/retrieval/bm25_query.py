@@ -10,13 +10,15 @@ query count, in float32); the ``k`` best totals win and ties go to the lower doc
 * **Several terms**: every posting is added, in query order, into a per-thread
   float64 accumulator (``np.add.at`` with intp/float64 operands, about a
   nanosecond a posting; no per-query allocation, whose fresh pages cost more
-  than the sums). ``theta``, a lower bound on the k-th best total, is the k-th best
-  exact total among seed documents (each long list's top ``k``, every short
-  list). By MaxScore's argument (Turtle and Flood 1995) a document reaching
-  ``theta`` scores at least ``theta - (sum of the other terms' maxima)`` on every
-  term, so when that floor is positive one term proposes every candidate (a
-  prefix of its impact order, or a filter of its list); else the accumulator is
-  scanned for totals reaching ``theta``.
+  than the sums). Then the top ``k`` are selected above ``theta``, a lower bound
+  on the k-th best total: in a small collection the best k-th single-term score
+  (read from the impact prefixes) and a scan of the accumulator; in a large one
+  the best k-th exact total among seed documents (each long list's top ``k``,
+  every short list) and, by MaxScore's argument (Turtle and Flood 1995), the
+  candidates one term proposes: a document reaching ``theta`` scores at least
+  ``theta - (sum of the other terms' maxima)`` on every term, so a term whose
+  floor is positive proposes them all (a prefix of its impact order, or a
+  filter of its list).
 
 Measured on 100,000 passages (ADR-0003), adding every posting this way beat the
 pruned vectorised strategies tried (the threshold algorithm over impact prefixes,
@@ -40,6 +42,11 @@ SHORT = 128
 """Posting lists this long or shorter are always read whole (no impact prefix stored)."""
 DEPTH = 1024
 """Impact prefixes hold at most this many postings (a clean cut at a score boundary)."""
+SCAN_DOCS = 131_072
+"""Up to this many documents, scanning the accumulator (about 0.25 ns a document) costs
+less than the numpy calls that propose candidates without a scan."""
+SCAN_RATIO = 16
+"""...and so does it when the query added at least one posting per this many documents."""
 _F32 = np.float32
 
 
@@ -82,7 +89,9 @@ def impact_prefixes(indptr: IntArray, docs: npt.NDArray[np.int32],
 class Kernels:
     """Top-k over one index's arrays (thread-safe: each thread has its own scratch)."""
 
-    def __init__(self, arrays: dict[str, Any]) -> None:
+    def __init__(self, arrays: dict[str, Any], *, negative: bool) -> None:
+        self.negative = negative
+        """Whether some score is negative (classic idf): then a term can lower a total."""
         self.docs, self.scores = arrays["docs"], arrays["scores"]
         self.imp_docs, self.imp_scores = arrays["imp_docs"], arrays["imp_scores"]
         self.n_docs = len(arrays["doc_lengths"])
@@ -126,14 +135,24 @@ class Kernels:
                 totals: npt.NDArray[np.float64], every: npt.NDArray[np.intp], k: int) -> Hits:
         """The top ``k`` of ``totals`` (exact for every touched document), read selectively.
 
-        A document whose total reaches ``theta`` scores at least
-        ``theta - (sum of the other terms' maxima)`` on *every* term (were it below on
-        one, the others could not make up the difference); so one term with a positive
-        floor can propose every candidate: the one whose proposal is shortest.
+        In a small collection (or a query touching much of it) the accumulator is
+        scanned for totals reaching the best k-th single-term score. Otherwise
+        ``theta`` is the best k-th total among each term's seeds, and a document
+        reaching it scores at least ``theta - (sum of the other terms' maxima)`` on
+        *every* term (were it below on one, the others could not make up the
+        difference); so one term with a positive floor can propose every candidate:
+        the one whose proposal is shortest.
         """
-        seeds = _distinct(np.concatenate([t.seeds(d, k) for t, (d, _) in
-                                          zip(terms, postings, strict=True)]))
-        theta = _kth(totals[seeds], k)
+        candidates: npt.NDArray[Any]
+        if not self.negative and len(totals) <= max(SCAN_DOCS, SCAN_RATIO * len(every)):
+            # a k-th best single-term score bounds the k-th best total: scan for it
+            theta = max(t.times_c(self._imp_scores[t.ilo + k - 1]) if t.ihi - t.ilo >= k
+                        else 0.0 for t in terms)
+            if theta > 0.0:
+                candidates = np.flatnonzero(totals >= theta)
+                return _best(candidates, totals[candidates], k)
+        theta = max(_kth(totals[t.seeds(d, k)], k) for t, (d, _) in
+                    zip(terms, postings, strict=True))
         if theta <= 0.0:  # fewer than k touched documents can score: rank them all
             touched = _distinct(every)
             return _best(touched, totals[touched], k)
@@ -147,7 +166,6 @@ class Kernels:
                 cost = t.count_at_least(floor, len(d))
                 if cost < best_cost:
                     best_cost, proposer = cost, (t, floor, d, s)
-        candidates: npt.NDArray[Any]
         if proposer is None:  # no cheap proposer: scanning the totals is cheaper
             candidates = np.flatnonzero(totals >= theta)
         else:

@@ -44,11 +44,14 @@ def corpus(seed, n_docs=400, vocab=60, copies=3):
     return docs, words
 
 
-@pytest.fixture(params=["tiny-prefixes", "defaults"])
+@pytest.fixture(params=["tiny-prefixes", "defaults", "no-scan"])
 def sizes(request, monkeypatch):
     if request.param == "tiny-prefixes":  # prefixes cut at depth 8, lists over 3 long
         monkeypatch.setattr(bm25_query, "SHORT", 3)
         monkeypatch.setattr(bm25_query, "DEPTH", 8)
+    if request.param != "defaults":  # select as in a large collection
+        monkeypatch.setattr(bm25_query, "SCAN_DOCS", 0)
+        monkeypatch.setattr(bm25_query, "SCAN_RATIO", 0)
     return request.param
 
 
@@ -132,6 +135,8 @@ def test_any_small_corpus_and_query_equal_exhaustive_scoring(docs, query, k):
 def test_every_selection_path_is_exercised(monkeypatch):
     monkeypatch.setattr(bm25_query, "SHORT", 3)
     monkeypatch.setattr(bm25_query, "DEPTH", 8)
+    monkeypatch.setattr(bm25_query, "SCAN_DOCS", 0)
+    monkeypatch.setattr(bm25_query, "SCAN_RATIO", 0)
     seen = set()
     at_least, select = bm25_query._Term.at_least, bm25_query.Kernels._select
 
@@ -156,6 +161,11 @@ def test_every_selection_path_is_exercised(monkeypatch):
         for k in (1, 10, 50):
             assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
     assert seen == {"prefix", "filter", "proposed", "scan-or-all"}
+    seen.clear()
+    monkeypatch.setattr(bm25_query, "SCAN_DOCS", 10**9)  # small collection: always a scan
+    for query in queries:
+        assert index.search_terms(query, top_k=10) == exhaustive(index, query, 10)
+    assert seen == {"scan-or-all"}
 
 
 def test_threads_searching_at_once_get_the_same_answers():
