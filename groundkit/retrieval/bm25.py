@@ -2,10 +2,12 @@
 
 Eager scoring (as bm25s does): at build time every (term, document) posting gets
 its final float32 BM25 contribution, stored term by term (CSC layout: for term
-``t``, ``docs[indptr[t]:indptr[t + 1]]`` ascending and ``scores`` alongside).
-A query gathers only its terms' postings, sums per document, and selects the
-top ``k`` among the documents it touched; no array the size of the collection is
-scanned. Ranks are deterministic: equal scores are ordered by lower doc index.
+``t``, ``docs[indptr[t]:indptr[t + 1]]`` ascending and ``scores`` alongside), and
+each long posting list also gets an impact-ordered prefix (its best postings, best
+first). A query reads only its terms' postings: one term's top ``k`` is read off
+its prefix; several terms' postings are summed per document and the top ``k``
+selected above a proven lower bound (:mod:`.bm25_query`). Results always equal
+exhaustive scoring; ranks are deterministic: equal scores go to the lower doc index.
 
 Defaults follow Anserini's BEIR baselines, the published reference this engine
 is checked against: ``k1=0.9, b=0.4``, Lucene 9's BM25Similarity including its
