@@ -17,8 +17,11 @@ score over each document's chunks (a no-op when every document is one chunk).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -127,3 +130,48 @@ def analyzed(analyzer: Analyzer, texts: Sequence[str],
     cache = analyzer.term_cache()
     return [[term for tok in analyzer.split(t) if keep(tok) and (term := cache[tok])]
             for t in texts]
+
+
+def dense_ranker(unit_texts: Sequence[str], spec: str, depth: int, cache: Path) -> Ranker:
+    """Exact cosine ranking of units embedded by ``spec`` (vectors cached under ``cache``).
+
+    The cache key hashes the embedding identity and every unit text, so a changed
+    model or corpus never reuses stale vectors.
+    """
+    from groundkit.embeddings import make_provider
+
+    provider = make_provider(spec)
+    identity = provider.identity
+    digest = hashlib.sha256(json.dumps(identity.to_dict(), sort_keys=True).encode())
+    for text in unit_texts:
+        digest.update(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    path = cache / f"vectors-{digest.hexdigest()[:24]}.npy"
+    if path.is_file():
+        vectors = np.load(path)
+    else:
+        vectors = provider.embed(list(unit_texts), kind="document")
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(path, vectors)
+    k = min(depth, len(unit_texts))
+
+    def rank(query: str) -> Ranked:
+        if not query.strip():
+            return []
+        scores = vectors @ provider.embed([query], kind="query")[0]
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        order = top[np.lexsort((top, -scores[top]))]
+        return [(int(i), float(scores[i])) for i in order]
+
+    return rank
+
+
+def hybrid_ranker(lexical: Ranker, dense: Ranker, rrf_k: int, depth: int) -> Ranker:
+    """Reciprocal Rank Fusion of two unit rankings (rank-only, as ``grk search --mode hybrid``)."""
+    from groundkit.retrieval.fusion import rrf
+
+    def rank(query: str) -> Ranked:
+        lists = {name: [(str(p), s) for p, s in ranker(query)]
+                 for name, ranker in (("bm25", lexical), ("dense", dense))}
+        return [(int(h.chunk_id), h.score) for h in rrf(lists, rrf_k, top_k=depth)]
+
+    return rank

@@ -68,7 +68,9 @@ def rank_stage(stage: ExternalStage, prep: Prepared, query_ids: Sequence[str],
         return [t for tok in stage.analyzer.split(query) if keep(tok) and (t := cache[tok])]
 
     ranker: engines.Ranker
-    if stage.engine == "groundkit":
+    if stage.engine in ("dense", "hybrid"):
+        ranker = _neural_ranker(stage, prep, unit_depth, units.texts)
+    elif stage.engine == "groundkit":
         index = prep.index_for(stage.units, stage.analyzer, stage.bm25, stage.stopwords)
         ranker = engines.groundkit_ranker(index, unit_depth,
                                           None if keep is None else analyze)
@@ -81,6 +83,17 @@ def rank_stage(stage: ExternalStage, prep: Prepared, query_ids: Sequence[str],
         docs = engines.to_documents(ranker(prep.dataset.queries[q]), units.doc_of, depth)
         out[q] = _tie_order(docs, prep.doc_ids)
     return out
+
+
+def _neural_ranker(stage: ExternalStage, prep: Prepared, depth: int,
+                   texts: list[str]) -> engines.Ranker:
+    cache = prep.materialised.directory / "vectors"
+    dense = engines.dense_ranker(texts, str(stage.embedding), depth, cache)
+    if stage.engine == "dense":
+        return dense
+    index = prep.index_for(stage.units, stage.analyzer, stage.bm25, stage.stopwords)
+    return engines.hybrid_ranker(engines.groundkit_ranker(index, depth), dense, stage.rrf_k,
+                                 depth)
 
 
 def _tie_order(docs: list[tuple[int, float, int]], doc_ids: Sequence[str],

@@ -34,6 +34,8 @@ ENGINES: dict[str, str] = {
     "bm25s": "bm25s (Lù 2024) over groundkit's analyzer terms",
     "rank-bm25": "rank-bm25 BM25Okapi (Brown 2020) over groundkit's analyzer terms",
     "run-file": "an external TREC run file, scored as it is",
+    "dense": "groundkit dense: exact cosine over the units embedded by a local model",
+    "hybrid": "groundkit hybrid: RRF of the bm25 and dense unit rankings",
 }
 UNITS: dict[str, ChunkerConfig] = {
     "documents": DOC_CHUNKER,
@@ -52,6 +54,9 @@ class ExternalStage:
     stopwords: str | None = None
     """An extra stopword list (:data:`STOPWORD_SOURCES`) removed before stemming."""
     run_file: str | None = None
+    embedding: str | None = None
+    """``provider:model`` for the dense and hybrid engines."""
+    rrf_k: int = 60
 
     def __post_init__(self) -> None:
         for kind, value, registry in (("engine", self.engine, ENGINES),
@@ -65,7 +70,9 @@ class ExternalStage:
     def config(self) -> dict[str, Any]:
         if self.engine == "run-file":
             return {"engine": self.engine, "run_file": self.run_file}
-        return {"engine": self.engine, "units": self.units,
+        dense = ({"embedding": self.embedding, "rrf_k": self.rrf_k}
+                 if self.engine in ("dense", "hybrid") else {})
+        return {**dense, "engine": self.engine, "units": self.units,
                 "chunker": UNITS[self.units].to_dict(), "analyzer": self.analyzer.to_dict(),
                 "bm25": self.bm25.to_dict(), "extra_stopwords": self.stopwords,
                 "aggregation": "max score over a document's units"}
@@ -113,6 +120,13 @@ register(ExternalStage(
     name="bm25-terrier", bm25=_TERRIER_BM25, analyzer=_NO_STOP, stopwords="terrier",
     description="Terrier's BM25 scoring with Terrier's own stopword list + Porter "
     "(PyTerrier's default pipeline)"))
+
+register(ExternalStage(
+    name="dense-minilm", engine="dense", embedding="local:all-MiniLM-L6-v2",
+    description="dense: all-MiniLM-L6-v2 (local), exact cosine, one unit per document"))
+register(ExternalStage(
+    name="hybrid-rrf60", engine="hybrid", embedding="local:all-MiniLM-L6-v2",
+    description="hybrid: RRF (k=60) of bm25 and dense-minilm unit rankings"))
 
 COMMON = (BASELINE, "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages")
 """The stages every dataset runs by default."""
