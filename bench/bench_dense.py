@@ -26,6 +26,7 @@ Measured in one run, on this machine's CPU:
 
     python bench/bench_dense.py                       # 10,000 passages, 200 queries
     python bench/bench_dense.py --passages 2000 --synthetic 0
+    python bench/bench_dense.py --query-threads 1    # one torch thread for query embedding
 
 Writes ``.bench/dense.json``.
 """
@@ -159,16 +160,21 @@ def bench_corpus(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     provider = make_provider("local", batch_size=args.batch_size)
     identity = provider.identity  # imports torch and sentence-transformers, loads the model
     load_s = time.perf_counter() - start
+    embed_threads = torch_threads()
     sample = take_evenly(passages, args.throughput_sample)
     sample_ms, _ = timed_ms(lambda: provider.embed(sample, kind="document"))
     store, build = build_store(args, work, passages, ids, provider)
     open_s, store = timed_ms(lambda: VectorStore.open(store.directory, store.stamp, identity))
+    if args.query_threads:
+        import torch
+
+        torch.set_num_threads(args.query_threads)
     return {
         "corpus": corpus_info(passages, queries),
         "embedding": {
             "provider": identity.describe(),
             "model_load_seconds": round(load_s, 2),
-            "torch_threads": torch_threads(),
+            "torch_threads": embed_threads,
             "sample_passages": len(sample),
             "sample_passages_per_second": round(len(sample) / (sample_ms / 1e3), 1),
             **build,
@@ -177,7 +183,10 @@ def bench_corpus(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "bytes_on_disk": dir_size(store.directory),
             "open_seconds": round(open_s / 1e3, 3),
         },
-        "latency": bench_latency(args, passages, ids, queries, store, provider),
+        "latency": {
+            "query_torch_threads": torch_threads(),
+            **bench_latency(args, passages, ids, queries, store, provider),
+        },
     }
 
 
@@ -365,6 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--throughput-sample", type=int, default=256)
     parser.add_argument("--no-cache", action="store_true", help="re-embed every passage")
+    parser.add_argument(
+        "--query-threads", type=int, default=0, help="torch threads for the latency phase"
+    )
     parser.add_argument("--synthetic", type=int, default=100_000, help="0 skips it")
     parser.add_argument("--synthetic-queries", type=int, default=50)
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "dense.json")

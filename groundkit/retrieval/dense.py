@@ -190,7 +190,7 @@ class VectorStore:
             raise UsageError(f"score_threshold must be a finite number, got {score_threshold!r}")
         if not len(self):
             return []
-        scores = self.vectors @ query
+        scores = _cosines(self.vectors, query)
         rows = _top_rows(scores, top_k)
         hits = [(self.chunk_ids[r], float(scores[r])) for r in rows]
         if score_threshold is not None:
@@ -211,6 +211,17 @@ class VectorStore:
 
 
 # ---------------------------------------------------------------------- kernels
+
+
+def _cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Dot products of unit rows with a unit query, in numpy's own single-threaded loop.
+
+    ``np.einsum`` rather than ``vectors @ query``: the BLAS matrix-vector product
+    wakes a thread pool that then competes with the query's embedding model for
+    the same cores, and its summation order may depend on the thread count.
+    """
+    scores: np.ndarray = np.einsum("ij,j->i", vectors, query)
+    return scores
 
 
 def _top_rows(scores: np.ndarray, top_k: int) -> list[int]:
