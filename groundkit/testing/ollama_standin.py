@@ -212,11 +212,11 @@ class _Handler(BaseHTTPRequestHandler):
             "/api/version": lambda: {"version": self.state.version},
         }
         if self.path == "/":
+            self._record(None, 0, 200)
             self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
-            self._record(None, 0, 200)
         elif self.path in routes:
-            self._json(200, routes[self.path]())
             self._record(None, 0, 200)
+            self._json(200, routes[self.path]())
         else:
             self._not_found()
 
@@ -242,8 +242,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_json()
             model = body.get("model") if isinstance(body.get("model"), str) else None
             status, payload, inputs = handler(body)
-            self._json(status, payload)
             self._record(model, inputs, status)
+            self._json(status, payload)
         except _HttpError as exc:
             self._fail(model, exc)
         finally:
@@ -346,12 +346,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _not_found(self) -> None:
-        self._send(404, b"404 page not found", "text/plain")
         self._record(None, 0, 404)
+        self._send(404, b"404 page not found", "text/plain")
 
     def _fail(self, model: str | None, exc: _HttpError) -> None:
-        self._json(exc.status, {"error": exc.message})
         self._record(model, 0, exc.status)
+        self._json(exc.status, {"error": exc.message})
 
     def _json(self, status: int, payload: Any) -> None:
         self._send(status, json.dumps(payload).encode("utf-8"), "application/json; charset=utf-8")
@@ -365,6 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _record(self, model: str | None, inputs: int, status: int) -> None:
+        """Log before replying, so a client that has its answer also sees it logged."""
         record = RecordedRequest(self.command, self.path, model, inputs, status)
         with self.state.lock:
             self.state.records.append(record)
