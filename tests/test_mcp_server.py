@@ -20,9 +20,10 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 
-from groundkit import mcp_server
+from groundkit import mcp_schema
 from groundkit.collection import Collection, IndexConfig, index
-from groundkit.mcp_server import MAX_TOP_K, build_server
+from groundkit.mcp_schema import MAX_TOP_K
+from groundkit.mcp_server import build_server
 from groundkit.model import OFFSET_UNIT
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"
@@ -285,7 +286,7 @@ def test_a_result_over_the_size_cap_cuts_the_lowest_ranked_text_and_flags_it(
         server: MCPServer, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     full = ok(server, "search", {"query": "logs engineer ingest worker"})
     cap = len(json.dumps(full, ensure_ascii=False, separators=(",", ":")).encode()) - 30
-    monkeypatch.setattr(mcp_server, "MAX_RESPONSE_BYTES", cap)
+    monkeypatch.setattr(mcp_schema, "MAX_RESPONSE_BYTES", cap)
     result = call(server, "search", {"query": "logs engineer ingest worker"})
     out = result.structured_content
     assert len(result.content[0].text.encode()) <= cap  # type: ignore[union-attr]
@@ -296,18 +297,18 @@ def test_a_result_over_the_size_cap_cuts_the_lowest_ranked_text_and_flags_it(
 
 
 def test_status_lists_are_capped_and_flagged() -> None:
-    stats = mcp_server.RetrieverStats(serving_generation=1, opens=1, bm25_loads=1,
+    stats = mcp_schema.RetrieverStats(serving_generation=1, opens=1, bm25_loads=1,
                                       generation_changes=0, last_generation_change_at=None,
                                       server_started_at="now")
-    out = mcp_server.StatusOutput(
+    out = mcp_schema.StatusOutput(
         collection="k", generation=1, indexed_at="now", documents=0, chunks=0, roots=[],
         chunker={}, analyzer={}, bm25={}, embedding=None, retriever=stats, skipped_total=5000,
-        skipped=[mcp_server.Skipped(path=f"{i:0200d}", reason="too large") for i in range(5000)],
-        changed_since_indexing=mcp_server.Changes(modified=[], missing=[], added=["a"] * 999),
+        skipped=[mcp_schema.Skipped(path=f"{i:0200d}", reason="too large") for i in range(5000)],
+        changed_since_indexing=mcp_schema.Changes(modified=[], missing=[], added=["a"] * 999),
         truncated=False)
-    fitted = mcp_server.fit_status(out)
-    assert fitted.truncated and len(fitted.skipped) <= mcp_server.MAX_LIST_ITEMS
-    assert len(fitted.model_dump_json()) <= mcp_server.MAX_RESPONSE_BYTES
+    fitted = mcp_schema.fit_status(out)
+    assert fitted.truncated and len(fitted.skipped) <= mcp_schema.MAX_LIST_ITEMS
+    assert len(fitted.model_dump_json()) <= mcp_schema.MAX_RESPONSE_BYTES
 
 
 def test_list_collections_gives_names_roots_and_counts(
