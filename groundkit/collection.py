@@ -191,8 +191,12 @@ class Collection:
             embedding = self.config.get("embedding")
             if not embedding:
                 raise IndexMismatchError(f"collection {self.name!r} has no embedding index")
-            self._cache["embedder"] = make_provider(embedding["spec"],
-                                                    **embedding.get("options", {}))
+            options = dict(embedding.get("options", {}))
+            if str(embedding["spec"]).startswith("local"):
+                # One torch thread on the query path: measured faster on 2 cores under load,
+                # and no BLAS/torch pool contention (bench/bench_dense.py --query-threads).
+                options.setdefault("threads", 1)
+            self._cache["embedder"] = make_provider(embedding["spec"], **options)
         return self._cache["embedder"]  # type: ignore[no-any-return]
 
     def vectors(self, identity: EmbeddingIdentity | None = None) -> VectorStore:

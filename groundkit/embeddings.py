@@ -395,6 +395,7 @@ class LocalProvider:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
+        _quiet_transformers()
         try:
             st = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
@@ -437,6 +438,15 @@ class LocalProvider:
 
 
 # --------------------------------------------------------------------------- registry
+
+def _quiet_transformers() -> None:
+    """No "Loading weights" progress bar: groundkit draws its own progress, on a terminal only."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        return
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
 
 PROVIDERS: Mapping[str, ProviderInfo] = {
     "ollama": ProviderInfo(

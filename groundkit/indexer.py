@@ -29,7 +29,7 @@ from typing import Any
 from . import store
 from .chunking import ChunkerConfig, make_chunks
 from .errors import GroundkitError, UsageError
-from .model import Chunk, Document
+from .model import Document
 from .sources import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
@@ -152,10 +152,12 @@ def index_collection(
 
     ``skip_dirs`` (plus ``directory`` itself) are never indexed: pass the
     groundkit home so an index inside a root does not index itself.
-    ``workers`` processes decode and chunk changed files (default: one per
-    core); the result is identical whatever the number.
+    ``workers`` processes decode and chunk changed files (default: one fewer
+    than the cores, at least one); the result is identical whatever the number.
     """
-    workers = workers if workers is not None else (os.cpu_count() or 1)
+    # The main process writes SQLite while workers chunk; on two cores that measured
+    # no faster than one process (bench/bench_index.py), so one core is kept for it.
+    workers = workers if workers is not None else max(1, (os.cpu_count() or 1) - 1)
     roots = tuple(str(Path(r).resolve()) for r in config.roots)
     for root in roots:
         if not Path(root).is_dir():
@@ -270,7 +272,7 @@ class _Done:
     job: _Job
     encoding: str = ""
     bom_len: int = 0
-    rows: tuple[Chunk, ...] = ()
+    rows: tuple[store.ChunkRow, ...] = ()
     error: str | None = None
 
 
@@ -308,8 +310,8 @@ def _prepare(job: _Job, name: str, chunker: ChunkerConfig) -> _Done:
         size=len(job.data), encoding=decoded.encoding, bom_len=decoded.bom_len,
         text=decoded.text,
     )
-    chunks = tuple(make_chunks(name, document, chunker))
-    return _Done(job, decoded.encoding, decoded.bom_len, chunks)
+    rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker))
+    return _Done(job, decoded.encoding, decoded.bom_len, rows)
 
 
 @contextmanager

@@ -55,11 +55,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL, span_sha256 TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS generation_chunks (
-    generation INTEGER NOT NULL, chunk_rowid INTEGER NOT NULL, doc_id TEXT NOT NULL,
-    start INTEGER NOT NULL, PRIMARY KEY (generation, chunk_rowid)
+    generation INTEGER NOT NULL, doc_id TEXT NOT NULL, start INTEGER NOT NULL,
+    chunk_rowid INTEGER NOT NULL, PRIMARY KEY (generation, doc_id, start, chunk_rowid)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS generation_chunks_order
-    ON generation_chunks (generation, doc_id, start);
 CREATE TABLE IF NOT EXISTS skipped (
     generation INTEGER NOT NULL, path TEXT NOT NULL, reason TEXT NOT NULL
 );
@@ -179,30 +177,54 @@ def iter_generation_chunks(conn: sqlite3.Connection, generation: int) -> Iterato
         yield _row_to_chunk(row)
 
 
+ChunkRow = tuple[str, str, str, int, int, int, int, int, int, int, int, str, str]
+"""A chunk as a plain tuple in ``_CHUNK_COLUMNS`` order (cheap to pass between processes)."""
+
+
+def chunk_row(c: Chunk) -> ChunkRow:
+    return (c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
+            c.start_line, c.end_line, c.utf16_start, c.utf16_end, c.text, c.span_sha256)
+
+
 def insert_chunks(
-    conn: sqlite3.Connection, generation: int, root: str, relpath: str, chunks: Sequence[Chunk]
+    conn: sqlite3.Connection, generation: int, root: str, relpath: str, rows: Sequence[ChunkRow]
 ) -> int:
-    """Store chunk rows (idempotently) and make them members of ``generation``."""
+    """Store chunk rows (idempotently) and make them members of ``generation``.
+
+    ``rows`` come from validated :class:`Chunk` values (:func:`chunk_row`). Row
+    ids are assigned here (the indexer holds the collection's write lock), so
+    memberships need no lookup; a chunk that already exists (the same span of the
+    same content, e.g. a file changed back) keeps its old row.
+    """
+    if not rows:
+        return 0
+    first = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM chunks").fetchone()[0])
+    before = conn.total_changes
     conn.executemany(
-        f"INSERT OR IGNORE INTO chunks ({_CHUNK_COLUMNS}, root, relpath) "
-        f"VALUES ({', '.join('?' * 15)})",
-        [(c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
-          c.start_line, c.end_line, c.utf16_start, c.utf16_end, c.text, c.span_sha256, root,
-          relpath) for c in chunks],
+        f"INSERT OR IGNORE INTO chunks (rowid, {_CHUNK_COLUMNS}, root, relpath) "
+        f"VALUES ({', '.join('?' * 16)})",
+        [(first + i, *row, root, relpath) for i, row in enumerate(rows)],
     )
-    conn.executemany(
-        "INSERT OR IGNORE INTO generation_chunks (generation, chunk_rowid, doc_id, start) "
-        "SELECT ?, rowid, doc_id, start FROM chunks WHERE chunk_id = ?",
-        [(generation, c.chunk_id) for c in chunks],
-    )
-    return len(chunks)
+    if conn.total_changes - before == len(rows):
+        conn.executemany(
+            "INSERT INTO generation_chunks (generation, doc_id, start, chunk_rowid) "
+            "VALUES (?, ?, ?, ?)",
+            [(generation, row[1], row[3], first + i) for i, row in enumerate(rows)],
+        )
+    else:  # some rows already existed: look their row ids up
+        conn.executemany(
+            "INSERT OR IGNORE INTO generation_chunks (generation, doc_id, start, chunk_rowid) "
+            "SELECT ?, doc_id, start, rowid FROM chunks WHERE chunk_id = ?",
+            [(generation, row[0]) for row in rows],
+        )
+    return len(rows)
 
 
 def carry_document(conn: sqlite3.Connection, source: int, target: int, doc_id: str) -> int:
     """Reuse an unchanged document's chunks from generation ``source`` in ``target``."""
     cur = conn.execute(
-        "INSERT INTO generation_chunks (generation, chunk_rowid, doc_id, start) "
-        "SELECT ?, chunk_rowid, doc_id, start FROM generation_chunks "
+        "INSERT INTO generation_chunks (generation, doc_id, start, chunk_rowid) "
+        "SELECT ?, doc_id, start, chunk_rowid FROM generation_chunks "
         "WHERE generation = ? AND doc_id = ?",
         (target, source, doc_id),
     )
