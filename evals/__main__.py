@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evals import gates, stages
-from groundkit.errors import GroundkitError
+from evals.cli_main import dispatch
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,12 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except GroundkitError as exc:
-        print(f"evals {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return dispatch(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from evals.cli_main import dispatch
 from evals.external import cli, registry, stages
-from groundkit.errors import GroundkitError
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -79,12 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except GroundkitError as exc:
-        print(f"evals.external {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return dispatch(build_parser(), argv)
 
 
 if __name__ == "__main__":
