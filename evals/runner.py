@@ -154,8 +154,9 @@ def evaluate(
     plan = preflight(golden_path, stage_names, coverage=coverage)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    shown = (settings or rpt.Settings()).hits_shown
     with tempfile.TemporaryDirectory(prefix="groundkit-eval-") as home:
-        stages = run_stages(plan, Path(home), out, log)
+        stages = run_stages(plan, Path(home), out, log, shown)
     python, libraries = rpt.environment()
     provenance = rpt.Provenance(
         golden_version=f"v{plan.golden.version}", golden_manifest_sha256=plan.manifest_sha256,

@@ -136,7 +136,10 @@ class Collection:
 
     @property
     def config(self) -> dict[str, Any]:
-        return store.generation_config(self.conn, self.generation)
+        """The pinned generation's settings (read once)."""
+        if "config" not in self._cache:
+            self._cache["config"] = store.generation_config(self.conn, self.generation)
+        return self._cache["config"]  # type: ignore[no-any-return]
 
     @property
     def generation_dir(self) -> Path:
