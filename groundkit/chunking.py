@@ -41,7 +41,15 @@ _BOUNDARIES: tuple[re.Pattern[str], ...] = (
     re.compile(r"\r\n|\r|\n"),  # line end
     re.compile(r"[ \t]+"),  # any space
 )
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# The same classes for text without carriage returns (most files): patterns that
+# start with a literal newline are scanned several times faster by ``re``.
+_BOUNDARIES_LF: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\n(?=#{1,6} |={3,}|-{3,})"),
+    re.compile(r"\n[ \t]*\n"),
+    _BOUNDARIES[2],
+    re.compile(r"\n"),
+    _BOUNDARIES[4],
+)
 _NON_SPACE = re.compile(r"\S")
 
 
@@ -89,7 +97,8 @@ class _Boundaries:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.rare = [[m.end() for m in p.finditer(text)] for p in _BOUNDARIES[:_PRECOMPUTED]]
+        self.patterns = _BOUNDARIES if "\r" in text else _BOUNDARIES_LF
+        self.rare = [[m.end() for m in p.finditer(text)] for p in self.patterns[:_PRECOMPUTED]]
 
     def _window(self, cls: int, lo: int, hi: int) -> list[int]:
         if cls < _PRECOMPUTED:
@@ -97,7 +106,7 @@ class _Boundaries:
             return positions[bisect.bisect_left(positions, lo) : bisect.bisect_right(positions, hi)]
         # Matches are short; starting a little before lo finds those ending at lo.
         stop = min(len(self.text), hi + 8)
-        return [e for m in _BOUNDARIES[cls].finditer(self.text, max(0, lo - 4), stop)
+        return [e for m in self.patterns[cls].finditer(self.text, max(0, lo - 4), stop)
                 if lo <= (e := m.end()) <= hi]
 
     def best_end(self, lo: int, hi: int, target: int) -> int | None:
@@ -115,7 +124,7 @@ class _Boundaries:
                     return ends[0]
                 continue
             pos = max(0, lo - 4)
-            while (m := _BOUNDARIES[cls].search(self.text, pos, min(len(self.text), hi + 8))):
+            while (m := self.patterns[cls].search(self.text, pos, min(len(self.text), hi + 8))):
                 if m.end() > hi:
                     break
                 if m.end() >= lo:

@@ -130,6 +130,8 @@ class Chunk:
 
 def utf16_len(text: str) -> int:
     """Length of ``text`` in UTF-16 code units (astral characters count two)."""
+    if text.isascii():
+        return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 

@@ -77,7 +77,7 @@ def decode_bytes(data: bytes) -> Decoded:
 def encode_len(text: str, encoding: str) -> int:
     """How many bytes ``text`` takes in ``encoding`` (no BOM)."""
     if encoding == "utf-8":
-        return len(text.encode("utf-8"))
+        return len(text) if text.isascii() else len(text.encode("utf-8"))
     return len(text.encode(encoding))
 
 

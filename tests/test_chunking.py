@@ -126,3 +126,19 @@ def test_chunking_is_deterministic() -> None:
 def test_invalid_chunker_settings_are_usage_errors(kw: dict[str, float]) -> None:
     with pytest.raises(UsageError):
         ChunkerConfig(**kw)  # type: ignore[arg-type]
+
+
+@given(text=TEXTS, config=CONFIGS)
+def test_the_fast_patterns_for_text_without_carriage_returns_cut_identically(
+    text: str, config: ChunkerConfig,
+) -> None:
+    import groundkit.chunking as chunking
+
+    text = text.replace("\r", "")
+    fast = list(spans(text, config))
+    general = chunking._BOUNDARIES_LF
+    try:
+        chunking._BOUNDARIES_LF = chunking._BOUNDARIES
+        assert list(spans(text, config)) == fast
+    finally:
+        chunking._BOUNDARIES_LF = general
