@@ -11,33 +11,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import fcntl
-import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 import sqlite3
-import stat
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import store
-from .chunking import ChunkerConfig, make_chunks
+from . import ingest, store
+from .chunking import ChunkerConfig
 from .errors import GroundkitError, UsageError
-from .model import Document
 from .sources import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     DEFAULT_MAX_BYTES,
     Candidate,
-    DecodeError,
     Skipped,
-    decode_bytes,
     discover,
 )
 
@@ -196,11 +188,12 @@ def _run(
     report = IndexReport(collection=name, generation=generation)
     reusable = _reusable(conn, previous, settings)
     candidates = _discover_all(roots, config, skip_dirs, report)
-    with store.transaction(conn), _pool(workers) as pool:
-        jobs = _read_all(candidates, config, reusable, report)
-        for i, done in enumerate(_ordered(pool, jobs, name, config.chunker)):
+    with store.transaction(conn), ingest.worker_pool(workers) as pool:
+        jobs = ingest.read_jobs(candidates, config.max_bytes, reusable, report.skipped)
+        for i, done in enumerate(ingest.prepared_in_order(pool, jobs, name, config.chunker)):
             if progress:
                 progress(i, len(candidates), done.job.relpath)
+            report.bytes_read += len(done.job.data)
             _store_file(conn, generation, done, reusable, report)
         seen = {label + c.relpath for label, c in candidates}
         report.removed = sum(1 for doc_id in reusable if doc_id not in seen)
@@ -254,101 +247,10 @@ def _discover_all(
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class _Job:
-    """One readable file: its bytes, hash, and whether its old chunks can be carried."""
-
-    doc_id: str
-    root: str
-    relpath: str
-    mtime_ns: int
-    data: bytes
-    sha256: str
-    carry: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Done:
-    job: _Job
-    encoding: str = ""
-    bom_len: int = 0
-    rows: tuple[store.ChunkRow, ...] = ()
-    error: str | None = None
-
-
-def _read_all(
-    candidates: list[tuple[str, Candidate]],
-    config: IndexConfig,
-    reusable: dict[str, tuple[str, int]],
-    report: IndexReport,
-) -> Iterator[_Job]:
-    """Read and hash each file; unreadable ones are reported as skipped."""
-    for label, cand in candidates:
-        doc_id = label + cand.relpath
-        try:
-            data = _read_regular(cand.root / cand.relpath, config.max_bytes)
-        except OSError as exc:
-            report.skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
-            continue
-        report.bytes_read += len(data)
-        sha = hashlib.sha256(data).hexdigest()
-        old = reusable.get(doc_id)
-        yield _Job(doc_id, str(cand.root), cand.relpath, cand.mtime_ns, data, sha,
-                   carry=old is not None and old[0] == sha)
-
-
-def _prepare(job: _Job, name: str, chunker: ChunkerConfig) -> _Done:
-    """Decode and chunk one changed file. Runs in a worker process."""
-    if job.carry:
-        return _Done(job)
-    try:
-        decoded = decode_bytes(job.data)
-    except DecodeError as exc:
-        return _Done(job, error=str(exc))
-    document = Document(
-        doc_id=job.doc_id, root=job.root, relpath=job.relpath, sha256=job.sha256,
-        size=len(job.data), encoding=decoded.encoding, bom_len=decoded.bom_len,
-        text=decoded.text,
-    )
-    rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker))
-    return _Done(job, decoded.encoding, decoded.bom_len, rows)
-
-
-@contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    if workers <= 1:
-        yield None
-        return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        yield pool
-
-
-def _ordered(
-    pool: ProcessPoolExecutor | None, jobs: Iterator[_Job], name: str, chunker: ChunkerConfig
-) -> Iterator[_Done]:
-    """``_prepare`` over ``jobs`` in order, with a bounded window of work in flight."""
-    if pool is None:
-        for job in jobs:
-            yield _prepare(job, name, chunker)
-        return
-    window: deque[Future[_Done]] = deque()
-    for job in jobs:
-        if job.carry:
-            carried: Future[_Done] = Future()
-            carried.set_result(_Done(job))
-            window.append(carried)
-        else:
-            window.append(pool.submit(_prepare, job, name, chunker))
-        if len(window) >= 32:
-            yield window.popleft().result()
-    while window:
-        yield window.popleft().result()
-
-
 def _store_file(
     conn: sqlite3.Connection,
     generation: int,
-    done: _Done,
+    done: ingest.Prepared,
     reusable: dict[str, tuple[str, int]],
     report: IndexReport,
 ) -> None:
@@ -377,21 +279,6 @@ def _store_file(
     else:
         report.added += 1
     report.chunks += store.insert_chunks(conn, generation, job.root, job.relpath, done.rows)
-
-
-def _read_regular(path: Path, max_bytes: int) -> bytes:
-    """Read a file without following a final symlink swapped in since discovery."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file")
-        if st.st_size > max_bytes:
-            raise OSError(0, f"too large ({st.st_size} bytes)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(max_bytes + 1)
-    finally:
-        os.close(fd)
 
 
 def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport) -> None:

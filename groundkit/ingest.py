@@ -1,0 +1,144 @@
+"""Reading, decoding and chunking files for the indexer, in one process or several.
+
+The indexer (:mod:`groundkit.indexer`) decides what to keep and writes SQLite;
+this module turns candidate files into :class:`Prepared` results: bytes read
+and hashed in the main process, decoding and chunking in worker processes
+when there are cores to spare. Results come back in input order, so the
+outcome is identical whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import stat
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import store
+from .chunking import ChunkerConfig, make_chunks
+from .model import Document
+from .sources import Candidate, DecodeError, Skipped, decode_bytes
+
+WINDOW = 32
+"""Files in flight at once when workers are used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One readable file: its bytes, hash, and whether its old chunks can be carried."""
+
+    doc_id: str
+    root: str
+    relpath: str
+    mtime_ns: int
+    data: bytes
+    sha256: str
+    carry: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    job: Job
+    encoding: str = ""
+    bom_len: int = 0
+    rows: tuple[store.ChunkRow, ...] = ()
+    error: str | None = None
+
+
+def read_jobs(
+    candidates: list[tuple[str, Candidate]],
+    max_bytes: int,
+    reusable: dict[str, tuple[str, int]],
+    skipped: list[Skipped],
+) -> Iterator[Job]:
+    """Read and hash each file; unreadable ones are appended to ``skipped``.
+
+    ``reusable`` maps a document id to the content hash (and generation) whose
+    chunks can be carried over unchanged.
+    """
+    for label, cand in candidates:
+        doc_id = label + cand.relpath
+        try:
+            data = read_regular(cand.root / cand.relpath, max_bytes)
+        except OSError as exc:
+            skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        old = reusable.get(doc_id)
+        yield Job(doc_id, str(cand.root), cand.relpath, cand.mtime_ns, data, sha,
+                   carry=old is not None and old[0] == sha)
+
+
+def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
+    """Decode and chunk one changed file. Runs in a worker process."""
+    if job.carry:
+        return Prepared(job)
+    try:
+        decoded = decode_bytes(job.data)
+    except DecodeError as exc:
+        return Prepared(job, error=str(exc))
+    document = Document(
+        doc_id=job.doc_id, root=job.root, relpath=job.relpath, sha256=job.sha256,
+        size=len(job.data), encoding=decoded.encoding, bom_len=decoded.bom_len,
+        text=decoded.text,
+    )
+    rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker))
+    return Prepared(job, decoded.encoding, decoded.bom_len, rows)
+
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    if workers <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield pool
+
+
+def prepared_in_order(
+    pool: ProcessPoolExecutor | None, jobs: Iterator[Job], name: str, chunker: ChunkerConfig
+) -> Iterator[Prepared]:
+    """``prepare`` over ``jobs`` in order, with a bounded window of work in flight."""
+    if pool is None:
+        for job in jobs:
+            yield prepare(job, name, chunker)
+        return
+    window: deque[Future[Prepared]] = deque()
+    for job in jobs:
+        if job.carry:
+            carried: Future[Prepared] = Future()
+            carried.set_result(Prepared(job))
+            window.append(carried)
+        else:
+            window.append(pool.submit(prepare, job, name, chunker))
+        if len(window) >= WINDOW:
+            yield window.popleft().result()
+    while window:
+        yield window.popleft().result()
+
+
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes; a FIFO or device swapped in since discovery is refused.
+
+    The type and size are checked with ``fstat`` on the open descriptor, so what
+    was checked is what is read (``O_NONBLOCK`` keeps a FIFO from blocking the open).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if st.st_size > max_bytes:
+            raise OSError(0, f"too large ({st.st_size} bytes)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+
+
