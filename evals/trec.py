@@ -37,10 +37,7 @@ def write_run(path: str | Path, ranked: Mapping[str, Sequence[tuple[str, float]]
             _check_token(query_id, "query id")
             _check_token(doc_id, "doc id")
             lines.append(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {tag}\n")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(lines), encoding="utf-8")
-    return target
+    return _write_lines(path, lines)
 
 
 def read_run(path: str | Path) -> Run:
@@ -77,10 +74,7 @@ def _reverse(doc_id: str) -> tuple[int, ...]:
 def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
     lines = [f"{_check_token(q, 'query id')} 0 {_check_token(d, 'doc id')} {rel}\n"
              for q in sorted(qrels) for d, rel in sorted(qrels[q].items())]
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(lines), encoding="utf-8")
-    return target
+    return _write_lines(path, lines)
 
 
 def read_qrels(path: str | Path) -> Qrels:
@@ -94,6 +88,13 @@ def read_qrels(path: str | Path) -> Qrels:
         except ValueError:
             raise TrecFormatError(f"{path}:{number}: relevance {rel!r} is not an integer") from None
     return qrels
+
+
+def _write_lines(path: str | Path, lines: list[str]) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(lines), encoding="utf-8")
+    return target
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
