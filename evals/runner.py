@@ -24,7 +24,7 @@ import groundkit
 from evals import report as rpt
 from evals import trec
 from evals.golden import MANIFEST_FILE, Golden, load_golden
-from evals.judgments import judge
+from evals.golden.judgments import judge
 from evals.stages import BASELINE, Stage, resolve
 from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index

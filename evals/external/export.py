@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from evals.golden import load_golden
-from evals.judgments import judge
+from evals.golden.judgments import judge
 from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index
 

@@ -16,9 +16,9 @@ from evals.golden import (
     find_all,
     lint_golden,
     load_golden,
-    main,
     write_manifest,
 )
+from evals.golden.__main__ import main
 from groundkit.errors import IntegrityError
 from groundkit.sources import decode_bytes
 

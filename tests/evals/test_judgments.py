@@ -10,7 +10,7 @@ import ir_measures
 import pytest
 
 from evals.golden import Answer, Golden, Question, load_golden
-from evals.judgments import judge, overlap, qrels_rows, span_relevance
+from evals.golden.judgments import judge, overlap, qrels_rows, span_relevance
 from groundkit.errors import UsageError
 
 V1 = Path(__file__).resolve().parents[2] / "golden" / "v1"

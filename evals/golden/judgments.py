@@ -29,7 +29,7 @@ from typing import Protocol
 
 from groundkit.errors import UsageError
 
-from .golden import Golden
+from .model import Golden
 
 WHOLE_QUOTE = 2
 """Relevance of a chunk that contains a whole answer quote."""
