@@ -175,7 +175,7 @@ def build_engine(engine: str, texts: list[str], out: Path) -> None:
     elif engine == "rank-bm25":
         from rank_bm25 import BM25Okapi
 
-        from groundkit.analysis import Analyzer
+        from groundkit.text.analysis import Analyzer
 
         analyzer = Analyzer()
         BM25Okapi([analyzer.analyze(t) for t in texts], k1=K1, b=B)  # in memory only
@@ -221,7 +221,7 @@ def open_engine(engine: str, out: Path, texts: list[str]) -> Any:
     if engine == "rank-bm25":
         from rank_bm25 import BM25Okapi
 
-        from groundkit.analysis import Analyzer
+        from groundkit.text.analysis import Analyzer
 
         analyzer = Analyzer()
         model = BM25Okapi([analyzer.analyze(t) for t in texts], k1=K1, b=B)

@@ -57,8 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 from groundkit.embeddings import EmbeddingIdentity, make_provider  # noqa: E402
 from groundkit.errors import IndexMismatchError  # noqa: E402
-from groundkit.retrieval.dense import VectorStore  # noqa: E402
 from groundkit.retrieval.fusion import rrf  # noqa: E402
+from groundkit.retrieval.vectors import VectorStore  # noqa: E402
 
 MIN_PASSAGE = 800
 _WORD = re.compile(r"[A-Za-z]{3,}")

@@ -86,8 +86,8 @@ def run_groundkit(ids: list[str], texts: list[str], queries: dict[str, str],
 
 def run_collection(ids: list[str], texts: list[str], queries: dict[str, str],
                    times: dict[str, float]) -> dict[str, dict[str, float]]:
-    from groundkit.chunking import ChunkerConfig
     from groundkit.collection import Collection, IndexConfig, index
+    from groundkit.text.chunking import ChunkerConfig
 
     with tempfile.TemporaryDirectory(prefix="bench-external-") as tmp:
         t = time.perf_counter()
@@ -103,7 +103,7 @@ def run_collection(ids: list[str], texts: list[str], queries: dict[str, str],
         times["index"] = time.perf_counter() - t
         t = time.perf_counter()
         with Collection.open("scifact", Path(tmp) / "home") as coll:
-            bm25 = coll.bm25()
+            bm25 = coll.snapshot.bm25()
             doc_of = [c.doc_id[:-4] for c in coll.chunks()]
             run = {q: {doc_of[p]: s for p, s in bm25.search(text, DEPTH)}
                    for q, text in queries.items()}

@@ -25,7 +25,7 @@ OUT = Path(__file__).resolve().parent.parent / ".bench" / "index.json"
 CHILD = """
 import json, resource, sys, time
 from groundkit.collection import IndexConfig, index
-from groundkit.derived import default_builders
+from groundkit.collection.derived import default_builders
 builders = default_builders() if sys.argv[3] == "all" else []
 t = time.perf_counter()
 r = index("bench", IndexConfig(roots=(sys.argv[1],), include=("*.py",)), home=sys.argv[2],

@@ -26,10 +26,10 @@ from evals import trec
 from evals.golden import MANIFEST_FILE, Golden, load_golden
 from evals.golden.judgments import judge
 from evals.stages import BASELINE, Stage, resolve
-from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.errors import GroundkitError, MissingDependencyError
 from groundkit.model import Hit
+from groundkit.text.chunking import ChunkerConfig
 
 DEPTH = 100
 """Hits retrieved per question: enough for R@100."""
@@ -109,9 +109,7 @@ def run_stages(plan: Plan, home: Path, out_dir: Path, log: Log,
             coll = opened[key]
             t = time.perf_counter()
             if stage.embedding:
-                from groundkit.dense_search import prime_queries
-
-                prime_queries(coll, [q.question for q in plan.golden.questions])
+                coll.snapshot.query_embedder().prime(q.question for q in plan.golden.questions)
             records, ranked = _search_stage(coll, stage, plan.golden, shown)
             trec.write_run(out_dir / "runs" / f"{stage.name}.trec", ranked, tag=stage.name)
             log(f"ran {stage.name}: {len(records)} questions in {time.perf_counter() - t:.1f}s")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundkit.analysis import Analyzer
-from groundkit.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET
 from groundkit.errors import UsageError
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.text.analysis import Analyzer
+from groundkit.text.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET
 
 BASELINE = "bm25"
 

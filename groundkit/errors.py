@@ -28,6 +28,10 @@ class InvalidSpanError(GroundkitError, ValueError):
     """A chunk whose offsets do not slice its text out of its document."""
 
 
+class DecodeError(GroundkitError, ValueError):
+    """Bytes that are binary or not valid text in a supported encoding (the file is skipped)."""
+
+
 class CollectionNotFoundError(GroundkitError, LookupError):
     """The named collection does not exist."""
 
@@ -70,3 +74,9 @@ class ProviderError(GroundkitError, RuntimeError):
     """An external provider (embedding server, model) is missing or failed."""
 
     exit_code = 6
+
+
+class CollectionBusyError(GroundkitError, RuntimeError):
+    """Another process is indexing this collection right now."""
+
+    exit_code = 7

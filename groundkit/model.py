@@ -159,6 +159,25 @@ class Hit:
         if self.rank < 1:
             raise InvalidSpanError(f"rank must be >= 1, got {self.rank}")
 
+    def to_dict(self, collection: str) -> dict[str, Any]:
+        """The one machine-readable form of a hit (CLI ``--json``, MCP, reports).
+
+        ``path`` is the document id; offsets are code points (``offset_unit``),
+        with UTF-16 and byte offsets beside them; ``verdict`` is present when the
+        span was re-read (:meth:`Verdict.brief`).
+        """
+        c = self.chunk
+        return {
+            "rank": self.rank, "score": self.score, "chunk_id": c.chunk_id,
+            "collection": collection, "path": c.doc_id, "offset_unit": OFFSET_UNIT,
+            "start": c.start, "end": c.end, "utf16_start": c.utf16_start,
+            "utf16_end": c.utf16_end, "byte_start": c.byte_start, "byte_end": c.byte_end,
+            "start_line": c.start_line, "end_line": c.end_line, "text": c.text,
+            "explanation": [{"retriever": e.retriever, "rank": e.rank, "score": e.score,
+                             **e.detail} for e in self.explanation],
+            "verdict": self.verdict.brief() if self.verdict else None,
+        }
+
 
 class Status(StrEnum):
     """The three verdicts a citation can get; never a silent pass."""
@@ -191,7 +210,16 @@ class Verdict:
         if self.relocated is not None and self.status is not Status.DRIFTED:
             raise InvalidSpanError("only a drifted verdict can carry relocated offsets")
 
+    def brief(self) -> dict[str, Any]:
+        """The verdict as a hit carries it: status, reason and relocated offsets."""
+        return {
+            "status": self.status.value, "reason": self.reason,
+            "relocated_start": self.relocated[0] if self.relocated else None,
+            "relocated_end": self.relocated[1] if self.relocated else None,
+        }
+
     def to_dict(self) -> dict[str, Any]:
+        """The full verdict (``grk fetch --json``): both texts and the offsets."""
         return {
             "chunk_id": self.chunk_id,
             "status": self.status.value,

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import GroundkitError
+from .errors import DecodeError as DecodeError
 
 BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\xef\xbb\xbf", "utf-8"),
@@ -37,10 +37,6 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF = 8192
-
-
-class DecodeError(GroundkitError, ValueError):
-    """Bytes that are binary or not valid text in a supported encoding."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,13 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Sto
     return [by_id[int(r)] for r in rowids]
 
 
+def generation_size(conn: sqlite3.Connection, generation: int) -> int:
+    """How many chunks make up ``generation``."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM generation_chunks WHERE generation = ?", (generation,)).fetchone()
+    return int(row[0])
+
+
 def generation_rowids(conn: sqlite3.Connection, generation: int) -> list[int]:
     """The chunk rows of a generation in their canonical order (doc_id, start)."""
     rows = conn.execute(

@@ -21,10 +21,12 @@ import errno
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import DecodeError
 from .model import Chunk, Status, Verdict
-from .sources import DecodeError, decode_bytes
+from .sources import decode_bytes
 from .store import StoredChunk
 
 
@@ -37,36 +39,50 @@ def unresolvable(chunk_id: str, reason: str, stored: StoredChunk | None = None) 
     )
 
 
-def read_inside(root: str, relpath: str, max_bytes: int) -> bytes | str:
-    """The file's bytes, or a reason why it cannot be read from inside ``root``."""
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """Why a cited file cannot be read from inside its collection root right now."""
+
+    reason: str
+
+
+MISSING = Unreadable("file missing (deleted or renamed)")
+
+
+def read_inside(root: str, relpath: str, max_bytes: int) -> bytes | Unreadable:
+    """The file's bytes, or why it cannot be read from inside ``root``.
+
+    ``max_bytes`` is the collection's size limit (``config["max_bytes"]``): a file
+    that grew past it since indexing is unreadable, as it would not be indexed.
+    """
     real_root = os.path.realpath(root)
     path = os.path.join(real_root, relpath)
     try:
         real = os.path.realpath(path, strict=True)
     except FileNotFoundError:
-        return "file missing (deleted or renamed)"
+        return MISSING
     except OSError as exc:
-        return f"unreadable: {exc.strerror or exc}"
+        return Unreadable(f"unreadable: {exc.strerror or exc}")
     if not Path(real).is_relative_to(real_root):
-        return "path now resolves outside the collection root (symlink swapped in?)"
+        return Unreadable("path now resolves outside the collection root (symlink swapped in?)")
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
-            return "file missing (deleted or renamed)"
+            return MISSING
         if exc.errno in (errno.EACCES, errno.EPERM):
-            return "permission denied"
-        return f"unreadable: {exc.strerror or exc}"
+            return Unreadable("permission denied")
+        return Unreadable(f"unreadable: {exc.strerror or exc}")
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return "not a regular file"
+            return Unreadable("not a regular file")
         if st.st_size > max_bytes:
-            return f"file grew past the size limit ({st.st_size} bytes)"
+            return Unreadable(f"file grew past the size limit ({st.st_size} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(max_bytes + 1)
     except OSError as exc:
-        return f"unreadable: {exc.strerror or exc}"
+        return Unreadable(f"unreadable: {exc.strerror or exc}")
     finally:
         os.close(fd)
 
@@ -85,12 +101,16 @@ def _verdict(
     )
 
 
-def verify(stored: StoredChunk, *, max_bytes: int = 64 * 1024 * 1024) -> Verdict:
-    """Re-read ``stored``'s span from its file now and judge it."""
+def verify(stored: StoredChunk, *, max_bytes: int) -> Verdict:
+    """Re-read ``stored``'s span from its file now and judge it.
+
+    ``max_bytes`` is the collection's size limit; every path that verifies a
+    citation (search ``--verify``, fetch, the MCP tools) passes the same one.
+    """
     chunk = stored.chunk
     data = read_inside(stored.root, stored.relpath, max_bytes)
-    if isinstance(data, str):
-        return unresolvable(chunk.chunk_id, data, stored)
+    if isinstance(data, Unreadable):
+        return unresolvable(chunk.chunk_id, data.reason, stored)
     if hashlib.sha256(data).hexdigest() == chunk.doc_sha256:
         return _verdict(chunk, Status.VERIFIED, "file unchanged since indexing", chunk.text)
     try:

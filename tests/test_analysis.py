@@ -5,18 +5,18 @@ import Stemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundkit.analysis import (
+from groundkit.errors import UsageError
+from groundkit.text.analysis import (
     DEFAULT_PRESET,
     LUCENE_STOPWORDS,
     MAX_QUERY_CHARS,
     PRESETS,
     Analyzer,
     check_query,
-    porter_lucene,
     split_tokens,
     token_pattern,
 )
-from groundkit.errors import UsageError
+from groundkit.text.porter import porter_lucene
 
 lucene = Analyzer.preset("lucene-english")
 
@@ -170,7 +170,7 @@ def test_any_text_tokenises_the_same_way_with_or_without_the_ascii_fast_path(tex
 
 
 def _slow_split(text):
-    from groundkit.analysis import _CJK_SEARCH, _cjk_grams
+    from groundkit.text.analysis import _CJK_SEARCH, _cjk_grams
 
     out = []
     for tok in token_pattern().findall(text.lower()):

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundkit.chunking import ChunkerConfig, make_chunks, spans
 from groundkit.errors import UsageError
 from groundkit.model import Document
 from groundkit.sources import decode_bytes
+from groundkit.text.chunking import ChunkerConfig, make_chunks, spans
 
 # Text that stresses offsets: every line-ending style, astral characters,
 # combining marks, a BOM character inside the text, CJK, whitespace runs.
@@ -132,7 +132,7 @@ def test_invalid_chunker_settings_are_usage_errors(kw: dict[str, float]) -> None
 def test_the_fast_patterns_for_text_without_carriage_returns_cut_identically(
     text: str, config: ChunkerConfig,
 ) -> None:
-    import groundkit.chunking as chunking
+    import groundkit.text.chunking as chunking
 
     text = text.replace("\r", "")
     fast = list(spans(text, config))

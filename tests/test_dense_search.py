@@ -103,7 +103,7 @@ def test_the_ollama_provider_indexes_and_searches_through_a_loopback_server(
     coll = embedded(make_tree(DOCS), home, "ollama:nomic-embed-text", host=ollama.url)
     hits = coll.search("deployment logs kept", mode="hybrid")
     assert hits[0].chunk.doc_id == "logs.md"
-    assert coll.vectors().identity.describe().startswith("ollama:nomic-embed-text (64-d")
+    assert coll.snapshot.vectors().identity.describe().startswith("ollama:nomic-embed-text (64-d")
     assert coll.check() == []
     coll.close()
 
@@ -118,7 +118,7 @@ def test_reindexing_embeds_only_new_chunks(
     coll = embedded(root, home, "ollama:nomic-embed-text", host=ollama.url)
     documents = [t for t in SEEN[before:] if t != "search_document: dimension probe"]
     assert documents == ["search_document: A brand new runbook about backups."]
-    assert len(coll.vectors()) == 4
+    assert len(coll.snapshot.vectors()) == 4
     coll.close()
 
 
@@ -126,7 +126,7 @@ def test_vectors_from_another_generation_fail_closed(
     make_tree: TreeMaker, home: Path, ollama: OllamaStandin,
 ) -> None:
     coll = embedded(make_tree(DOCS), home, "ollama:nomic-embed-text", host=ollama.url)
-    meta_path = coll.generation_dir / "vectors" / "meta.json"
+    meta_path = coll.snapshot.generation_dir / "vectors" / "meta.json"
     meta = json.loads(meta_path.read_text())
     meta["stamp"]["generation"] += 1
     meta_path.write_text(json.dumps(meta))

@@ -139,7 +139,7 @@ HEAVY = ("torch", "sentence_transformers", "lancedb", "pyarrow", "ollama", "http
 def test_importing_the_dense_modules_imports_no_optional_dependency() -> None:
     script = (
         "import importlib.util, json, sys\n"
-        "import groundkit.embeddings, groundkit.retrieval.dense, groundkit.retrieval.fusion\n"
+        "import groundkit.embeddings, groundkit.retrieval.vectors, groundkit.retrieval.fusion\n"
         "import groundkit.testing.ollama_standin\n"
         "if importlib.util.find_spec('groundkit.retrieval.bm25'):\n"
         "    import groundkit.retrieval.bm25\n"

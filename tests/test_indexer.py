@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import TreeMaker
 
-from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index
-from groundkit.errors import CollectionNotFoundError, UsageError
-from groundkit.indexer import CollectionBusyError
+from groundkit.errors import CollectionBusyError, CollectionNotFoundError, UsageError
 from groundkit.model import Status
+from groundkit.text.chunking import ChunkerConfig
 
 
 def paragraph(i: int) -> str:
@@ -80,7 +79,8 @@ def test_a_second_indexer_on_the_same_collection_is_refused(
     make_tree: TreeMaker, home: Path,
 ) -> None:
     root = make_tree({"a.md": "x"})
-    holder = ("import sys; from pathlib import Path; from groundkit.indexer import _exclusive\n"
+    holder = ("import sys; from pathlib import Path\n"
+              "from groundkit.collection.indexer import _exclusive\n"
               "with _exclusive(Path(sys.argv[1])):\n    print('locked', flush=True)\n"
               "    sys.stdin.read()\n")
     proc = subprocess.Popen([sys.executable, "-c", holder, str(home / "collections" / "k")],
@@ -159,7 +159,7 @@ def test_the_number_of_worker_processes_does_not_change_the_result(
     make_tree: TreeMaker, tmp_path: Path,
 ) -> None:
     from groundkit.collection import collection_dir
-    from groundkit.indexer import index_collection
+    from groundkit.collection.indexer import index_collection
 
     root = make_tree({f"d{i:02}.md": paragraph(i) * (1 + i % 5) for i in range(40)})
     results = []

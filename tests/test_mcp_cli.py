@@ -11,8 +11,8 @@ import pytest
 from conftest import TreeMaker
 
 from groundkit.cli import main
-from groundkit.cli_serve import HttpGuard, HttpOptions, bind
 from groundkit.collection import IndexConfig, index
+from groundkit.mcp_server.http import HttpGuard, HttpOptions, bind
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "a-token-of-enough-length"

@@ -20,10 +20,10 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 
-from groundkit import mcp_schema
 from groundkit.collection import Collection, IndexConfig, index
-from groundkit.mcp_schema import MAX_TOP_K
-from groundkit.mcp_server import build_server
+from groundkit.mcp_server import schema as mcp_schema
+from groundkit.mcp_server.schema import MAX_TOP_K
+from groundkit.mcp_server.server import build_server
 from groundkit.model import OFFSET_UNIT
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"
@@ -276,7 +276,7 @@ def test_an_unknown_collection_is_an_error_naming_the_served_ones(server: MCPSer
 def test_a_damaged_index_is_an_error_without_traceback_or_path(
         server: MCPServer, home: Path) -> None:
     with Collection.open("k", home) as coll:
-        (coll.generation_dir / "rowids.npy").write_bytes(b"junk")
+        (coll.snapshot.generation_dir / "rowids.npy").write_bytes(b"junk")
     message = error(server, "search", {"query": "logs"})
     assert "damaged" in message and "grk check" in message
     assert str(home) not in message and "/" not in message.replace("grk check", "")
@@ -401,7 +401,7 @@ def test_a_collection_in_use_stays_open_until_its_last_lease_ends(
         root: Path, home: Path) -> None:
     import sqlite3
 
-    from groundkit.mcp_server import CollectionPool
+    from groundkit.mcp_server.server import CollectionPool
 
     index("k", IndexConfig(roots=(str(root),)), home=home)
     pool = CollectionPool(home=home)
@@ -412,6 +412,6 @@ def test_a_collection_in_use_stays_open_until_its_last_lease_ends(
             assert new.generation == old.generation + 1 and new.search("zeppelin")
         assert old.search("logs") and not old.search("zeppelin")  # its own snapshot
     with pytest.raises(sqlite3.ProgrammingError):
-        old.conn.execute("SELECT 1")
+        old.snapshot.conn.execute("SELECT 1")
     with pool.lease("k") as again:
         assert again is new

@@ -103,7 +103,7 @@ def test_stdio_writes_nothing_but_json_rpc_to_stdout_and_logs_to_stderr(
     broken = tmp_path / "home"
     shutil.copytree(home, broken)
     with Collection.open("k", broken) as coll:
-        (coll.generation_dir / "rowids.npy").write_bytes(b"junk")  # forces a warning log
+        (coll.snapshot.generation_dir / "rowids.npy").write_bytes(b"junk")  # forces a warning log
     proc = subprocess.Popen([sys.executable, *_serve_args(broken)], cwd=REPO,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin and proc.stdout and proc.stderr
@@ -318,8 +318,8 @@ def _fork_server(home: Path, warm: Path) -> tuple[int, str]:
     """
     import uvicorn
 
-    from groundkit.cli_serve import HttpGuard, HttpOptions, bind
-    from groundkit.mcp_server import build_server, http_app
+    from groundkit.mcp_server.http import HttpGuard, HttpOptions, bind
+    from groundkit.mcp_server.server import build_server, http_app
 
     _run_in_memory(build_server(home=warm))  # import every lazily imported module
     sock = bind("127.0.0.1", 0)

@@ -14,7 +14,6 @@ from groundkit.cli import main
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.errors import IndexMismatchError, UsageError
 from groundkit.model import Status
-from groundkit.search import hit_to_dict
 
 DOCS = {
     "logs.md": "# Logs\n\nDeployment logs are kept for 30 days. Audit logs for a year.\n",
@@ -84,7 +83,7 @@ def test_a_10000_character_query_works_and_a_longer_one_is_refused(coll: Collect
 def test_the_cli_returns_the_same_hits_as_the_api(
     coll: Collection, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    api = [hit_to_dict(h, "k") for h in coll.search("logs worker", top_k=5)]
+    api = [h.to_dict("k") for h in coll.search("logs worker", top_k=5)]
     assert main(["search", "logs worker", "-c", "k", "--top-k", "5", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)["hits"]
     assert cli == api and cli[0]["offset_unit"] == "codepoint"
@@ -107,7 +106,7 @@ def test_reindexing_gives_the_same_scores_as_a_from_scratch_build(
 
 
 def test_a_bm25_index_from_another_generation_fails_closed(coll: Collection) -> None:
-    gen_dir = coll.generation_dir
+    gen_dir = coll.snapshot.generation_dir
     meta = json.loads((gen_dir / "bm25" / "meta.json").read_text())
     meta["stamp"]["generation"] += 1
     (gen_dir / "bm25" / "meta.json").write_text(json.dumps(meta))
@@ -117,7 +116,7 @@ def test_a_bm25_index_from_another_generation_fails_closed(coll: Collection) -> 
 
 
 def test_a_damaged_or_missing_derived_index_is_reported_by_check(coll: Collection) -> None:
-    np.save(coll.generation_dir / "rowids.npy", np.arange(3))
-    shutil.rmtree(coll.generation_dir / "bm25")
+    np.save(coll.snapshot.generation_dir / "rowids.npy", np.arange(3))
+    shutil.rmtree(coll.snapshot.generation_dir / "bm25")
     problems = coll.check()
     assert any("chunk order" in p for p in problems) and any("BM25" in p for p in problems)

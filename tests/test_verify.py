@@ -185,7 +185,8 @@ def _verify_as_nobody(stored: StoredChunk) -> dict[str, object]:
             os.setgroups([])
             os.setresgid(65534, 65534, 65534)
             os.setresuid(65534, 65534, 65534)
-            os.write(write_fd, json.dumps(verify(stored).to_dict()).encode())
+            verdict = verify(stored, max_bytes=1 << 20)
+            os.write(write_fd, json.dumps(verdict.to_dict()).encode())
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -203,7 +204,7 @@ def test_permission_denied_is_unresolvable(home: Path) -> None:
         (root / "p.md").write_text(TEXT)
         index("docs", IndexConfig(roots=(str(root),)), home=home)
         with Collection.open("docs", home) as coll:
-            stored = store.lookup_chunk(coll.conn, coll.chunks()[0].chunk_id)
+            stored = store.lookup_chunk(coll.snapshot.conn, coll.chunks()[0].chunk_id)
         assert stored is not None
         os.chmod(root / "p.md", 0o000)
         verdict = _verify_as_nobody(stored)

@@ -147,7 +147,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.golden:
         from evals.external.export import golden_to_beir
-        from groundkit.chunking import ChunkerConfig
+        from groundkit.text.chunking import ChunkerConfig
 
         dataset = golden_to_beir(args.golden, args.out, chunker=ChunkerConfig(
             target=args.chunk_size, overlap=args.chunk_overlap))

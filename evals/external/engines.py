@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from groundkit.analysis import Analyzer
 from groundkit.errors import MissingDependencyError
 from groundkit.retrieval.bm25 import BM25Index, BM25Params
+from groundkit.text.analysis import Analyzer
 
 Ranked = list[tuple[int, float]]
 """(unit position, score), best first."""

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from evals.golden import load_golden
 from evals.golden.judgments import judge
-from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index
+from groundkit.text.chunking import ChunkerConfig
 
 from .beir import write_beir
 from .dataset import Dataset, Doc, positive_qrels

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundkit.analysis import Analyzer
-from groundkit.chunking import ChunkerConfig
 from groundkit.collection import Collection, IndexConfig, index
+from groundkit.collection.indexer import IndexReport
 from groundkit.errors import GroundkitError, IntegrityError
-from groundkit.indexer import IndexReport
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.text.analysis import Analyzer
+from groundkit.text.chunking import ChunkerConfig
 
 from .beir import read_qrels_tsv, read_queries, write_beir
 from .dataset import Dataset, DatasetError, Doc, join_text, split_text
@@ -185,9 +185,9 @@ def import_collection(
 def _same_collection(name: str, home: str | os.PathLike[str], config: IndexConfig) -> bool:
     try:
         with Collection.open(name, home) as coll:
-            recorded = coll.config
+            recorded = coll.snapshot.config
             same = all(recorded.get(k) == v for k, v in config.to_dict().items())
-            return same and coll.chunk_count > 0 and not coll.check()
+            return same and coll.snapshot.chunk_count > 0 and not coll.check()
     except (GroundkitError, sqlite3.Error, OSError, KeyError, ValueError):
         return False
 

@@ -4,7 +4,7 @@
 fingerprint and join), imports it as a groundkit collection with one chunk per
 document, opens it, and exposes the *units* every stage ranks: the
 collection's own chunks (``documents``) or groundkit's default passages of the
-same texts (``passages``, cut with :func:`groundkit.chunking.spans`, the
+same texts (``passages``, cut with :func:`groundkit.text.chunking.spans`, the
 function the indexer uses).
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from groundkit.analysis import Analyzer
-from groundkit.chunking import spans
 from groundkit.collection import Collection
 from groundkit.errors import IntegrityError
 from groundkit.retrieval.bm25 import BM25Index, BM25Params
+from groundkit.text.analysis import Analyzer
+from groundkit.text.chunking import spans
 
 from . import stopwords
 from .dataset import Dataset, join_text
@@ -73,7 +73,7 @@ class Prepared:
     def _collection_units(self) -> Units:
         by_path = {p: i for i, p in enumerate(self.paths)}
         chunks = self.collection.chunks()
-        if len(chunks) != self.collection.bm25().n_docs:
+        if len(chunks) != self.collection.snapshot.bm25().n_docs:
             raise IntegrityError(f"collection {self.collection.name!r}: chunk list and BM25 "
                                  "index disagree; re-import it")
         return Units(texts=[c.text for c in chunks],
@@ -108,7 +108,7 @@ class Prepared:
                   extra: str | None) -> BM25Index:
         """The collection's own BM25 index when it fits, else one built like it in memory."""
         if (kind, analyzer, extra) == ("documents", self.index_analyzer, None):
-            own = self.collection.bm25()
+            own = self.collection.snapshot.bm25()
             if params == self.index_bm25:
                 return own
             return BM25Index.from_postings(  # the same postings, scored with other parameters

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundkit.analysis import Analyzer
-from groundkit.chunking import ChunkerConfig
 from groundkit.errors import UsageError
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.text.analysis import Analyzer
+from groundkit.text.chunking import ChunkerConfig
 
 from .materialise import DOC_CHUNKER
 from .stopwords import SOURCES as STOPWORD_SOURCES

@@ -6,7 +6,7 @@ both query terms and document lengths. The lists here are never copied into
 this repository; each is loaded at run time from where it is published:
 
 * ``terrier``: Terrier's ``stopword-list.txt`` (733 words). Taken from
-  ``groundkit.analysis.STOPWORD_LISTS["terrier"]`` when the analyzer has it,
+  ``groundkit.text.analysis.STOPWORD_LISTS["terrier"]`` when the analyzer has it,
   else from ``<data>/terrier/stopword-list.txt`` verified by sha256.
 * ``glasgow``: the Glasgow IR group's list (318 words) as scikit-learn ships it
   (``sklearn.feature_extraction.text.ENGLISH_STOP_WORDS``); Terrier's list
@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 from functools import cache
 
-from groundkit import analysis
 from groundkit.errors import IntegrityError, MissingDependencyError, UsageError
+from groundkit.text import analysis
 
 from .checksums import MANIFEST, data_dir, verify_file
 

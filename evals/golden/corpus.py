@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from groundkit.errors import IntegrityError
-from groundkit.sources import DecodeError, decode_bytes
+from groundkit.errors import DecodeError, IntegrityError
+from groundkit.sources import decode_bytes
 
 from . import split
 from .model import KINDS, Golden, Minimums, Question, Rules, rules_for

@@ -56,7 +56,8 @@ def parse_question(obj: dict[str, Any], documents: Mapping[str, str], rules: Rul
     kind, text, notes = obj.get("kind"), obj.get("question"), obj.get("notes", "")
     traits, raw_answers = obj.get("traits"), obj.get("answers")
     domain, probes = obj.get("domain", ""), obj.get("probes", [])
-    if not all(isinstance(v, str) for v in (kind, text, notes, domain)):
+    if not (isinstance(kind, str) and isinstance(text, str) and isinstance(notes, str)
+            and isinstance(domain, str)):
         return None, [*problems, f"{qid}: kind, question, notes and domain must be strings"]
     if not isinstance(traits, list) or not all(isinstance(t, str) for t in traits):
         return None, [*problems, f"{qid}: traits must be a list of strings"]

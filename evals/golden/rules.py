@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 
-from groundkit.analysis import LUCENE_STOPWORDS, Analyzer, split_tokens
+from groundkit.text.analysis import LUCENE_STOPWORDS, Analyzer, split_tokens
 
 from .model import KINDS, LONG_DOCUMENT_CHARS, Question, Rules
 
@@ -32,7 +32,7 @@ def paraphrase_stopwords() -> frozenset[str]:
     """Lucene's 33 words plus the Glasgow IR group's 318 (scikit-learn's English list)."""
     from evals.external.stopwords import load
 
-    return LUCENE_STOPWORDS | load("glasgow")
+    return frozenset(LUCENE_STOPWORDS | load("glasgow"))
 
 
 def content_stems(text: str) -> set[str]:

@@ -2,55 +2,26 @@
 
 Data goes to stdout (``--json`` for scripts), progress and errors to stderr.
 A :class:`~groundkit.errors.GroundkitError` becomes one line on stderr and its
-documented exit code (``docs/cli.md``), never a traceback.
+documented exit code (``docs/cli.md``), never a traceback. Commands live in
+:mod:`.commands` and :mod:`.serve`, registered in :mod:`.registry`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from . import __version__
-from .errors import GroundkitError
+from .. import __version__
+from ..errors import GroundkitError
+from . import commands, serve
+from .registry import COMMANDS, EXIT_DRIFTED, EXIT_INTERRUPTED, EXIT_UNRESOLVABLE, Handler
 
-EXIT_DRIFTED = 10
-EXIT_UNRESOLVABLE = 11
-EXIT_INTERRUPTED = 130
-
-Handler = Callable[[argparse.Namespace], int]
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {}
-
-
-def command(name: str, help: str) -> Callable[[Any], Any]:
-    """Register a subcommand: ``configure(parser)`` adds options; the handler runs it."""
-
-    def wrap(configure: Callable[[argparse.ArgumentParser], Handler]) -> Any:
-        handler: list[Handler] = []
-
-        def setup(parser: argparse.ArgumentParser) -> None:
-            handler.append(configure(parser))
-
-        COMMANDS[name] = (help, setup, lambda args: handler[0](args))
-        return configure
-
-    return wrap
-
-
-def emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None:
-    """Print ``data`` as JSON with ``--json``, else run the human renderer."""
-    if args.json:
-        json.dump(data, sys.stdout, ensure_ascii=False, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        human()
+_LOADED = (commands, serve)  # importing them registers their commands
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import cli_serve, commands  # noqa: F401 - register the subcommands
-
+    """The ``grk`` parser; each subcommand's parser carries its handler (``args.handler``)."""
     parser = argparse.ArgumentParser(
         prog="grk",
         description="Grounded, citation-verifiable retrieval over your own documents.",
@@ -64,18 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "$GROUNDKIT_HOME)")
     common.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (help_text, setup, _) in COMMANDS.items():
+    for name, (help_text, configure) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text,
                                     parents=[common])
-        setup(sub_parser)
+        sub_parser.set_defaults(handler=configure(sub_parser))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
     try:
-        return COMMANDS[args.command][2](args)
+        return handler(args)
     except GroundkitError as exc:
         print(f"grk {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -88,3 +59,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     sys.exit(main())
+
+
+__all__ = ["EXIT_DRIFTED", "EXIT_INTERRUPTED", "EXIT_UNRESOLVABLE", "build_parser", "main", "run"]

@@ -6,16 +6,17 @@ import argparse
 import sys
 from typing import Any
 
-from .analysis import DEFAULT_PRESET, PRESETS, Analyzer
-from .chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
-from .cli import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
-from .collection import Collection, fetch_chunk, index, list_collections
-from .errors import UsageError
-from .indexer import IndexConfig
-from .model import Status
-from .progress import ProgressBar
-from .retrieval.bm25 import BM25Params
-from .sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
+from ..collection import MAX_TOP_K, Collection, IndexConfig, fetch_chunk, index, list_collections
+from ..errors import UsageError
+from ..model import Status
+from ..progress import ProgressBar
+from ..retrieval.bm25 import BM25Params
+from ..retrieval.fusion import FUSIONS
+from ..retrieval.modes import DEFAULT_MODE, MODES
+from ..sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
+from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
+from ..text.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
+from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 
 _BM25 = BM25Params()
 
@@ -81,7 +82,7 @@ def _embedding(args: argparse.Namespace) -> dict[str, Any]:
         if args.ollama_host:
             raise UsageError("--ollama-host only applies with --embed ollama:MODEL")
         return {}
-    from .embeddings import make_provider
+    from ..embeddings import make_provider
 
     options = {"host": args.ollama_host} if args.ollama_host else {}
     make_provider(args.embed, **options)  # validates the spec and options before indexing
@@ -119,13 +120,11 @@ def _status(p: argparse.ArgumentParser) -> Handler:
                    help="skip re-hashing files to find changes since indexing")
 
     def run(args: argparse.Namespace) -> int:
-        from .status import collection_status
-
         names = [args.name] if args.name else list_collections(args.home)
         results = []
         for name in names:
             with Collection.open(name, args.home) as coll:
-                results.append(collection_status(coll, changes=not args.no_changes))
+                results.append(coll.status(changes=not args.no_changes).to_dict())
         emit(args, results if not args.name else results[0], lambda: _print_status(results))
         return 0
 
@@ -155,8 +154,7 @@ def _collections(p: argparse.ArgumentParser) -> Handler:
         rows = []
         for name in list_collections(args.home):
             with Collection.open(name, args.home) as coll:
-                s = coll.status_summary()
-            rows.append(s)
+                rows.append(coll.status(changes=False).to_dict())
 
         def human() -> None:
             if not rows:
@@ -189,44 +187,49 @@ def _check(p: argparse.ArgumentParser) -> Handler:
 
 @command("search", "Search a collection (BM25 by default; modes are always explicit).")
 def _search(p: argparse.ArgumentParser) -> Handler:
-    from .search import MAX_TOP_K
-
+    hybrid = MODES["hybrid"].defaults()
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
     p.add_argument("--top-k", type=int, default=10, metavar="N",
                    help=f"number of hits, 1..{MAX_TOP_K} (default 10)")
-    p.add_argument("--mode", default="bm25", choices=("bm25", "dense", "hybrid"),
-                   help="bm25 (default, zero setup), dense or hybrid (need an embedding index)")
-    p.add_argument("--score-threshold", type=float, metavar="X",
-                   help="drop hits scoring below X (bm25 and dense; never hybrid)")
+    p.add_argument("--mode", default=DEFAULT_MODE, choices=tuple(MODES),
+                   help="; ".join(f"{m.name}: {m.description}" for m in MODES.values()))
+    p.add_argument("--score-threshold", type=float, metavar="X", help="drop hits scoring "
+                   "below X (" + ", ".join(m.name for m in MODES.values() if m.threshold)
+                   + " only)")
     p.add_argument("--explain", action="store_true",
                    help="show how each hit was scored (per-term idf/tf/length for bm25)")
     p.add_argument("--verify", action="store_true", help="re-read each hit's span and show "
                    "its verdict")
     p.add_argument("--embed-model", metavar="PROVIDER:MODEL",
-                   help="embedding model for dense/hybrid (must match the index)")
-    p.add_argument("--rrf-k", type=int, default=60, metavar="K",
-                   help="Reciprocal Rank Fusion constant for hybrid (default 60)")
+                   help="embedding model for modes that need one (must match the index)")
+    p.add_argument("--fusion", choices=tuple(FUSIONS), default=hybrid["fusion"],
+                   help="hybrid: " + "; ".join(f"{f.name}: {f.description}"
+                                               for f in FUSIONS.values()))
+    p.add_argument("--rrf-k", type=int, default=hybrid["rrf_k"], metavar="K",
+                   help=f"hybrid: Reciprocal Rank Fusion constant (default {hybrid['rrf_k']})")
 
     def run(args: argparse.Namespace) -> int:
         from .render import print_hits
-        from .search import hit_to_dict
 
-        options: dict[str, Any] = {}
-        if args.mode != "bm25":
-            options.update(rrf_k=args.rrf_k, embed_model=args.embed_model)
         with Collection.open(args.collection, args.home) as coll:
             hits = coll.search(args.query, top_k=args.top_k, mode=args.mode,
                                score_threshold=args.score_threshold, explain=args.explain,
-                               verify=args.verify, **options)
-            terms = set(coll.bm25().analyzer.analyze(args.query))
-            analyzer = coll.bm25().analyzer
+                               verify=args.verify, **_mode_options(args))
+            analyzer = coll.snapshot.bm25().analyzer
+        terms = set(analyzer.analyze(args.query))
         data = {"query": args.query, "collection": args.collection, "mode": args.mode,
-                "hits": [hit_to_dict(h, args.collection) for h in hits]}
+                "hits": [h.to_dict(args.collection) for h in hits]}
         emit(args, data, lambda: print_hits(hits, terms, analyzer, explain=args.explain))
         return 0
 
     return run
+
+
+def _mode_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The chosen mode's options, from the flags that carry them."""
+    flags = {"embed_model": args.embed_model, "fusion": args.fusion, "rrf_k": args.rrf_k}
+    return {o.name: flags[o.name] for o in MODES[args.mode].options if o.name in flags}
 
 
 @command("eval", "Run the evaluation harness on a golden corpus (needs the evals extra).")
@@ -243,7 +246,7 @@ def _eval(p: argparse.ArgumentParser) -> Handler:
         try:
             from evals.__main__ import main as evals_main
         except ImportError as exc:
-            from .errors import MissingDependencyError
+            from ..errors import MissingDependencyError
 
             raise MissingDependencyError(exc.name or "evals", "evals", "grk eval") from None
         argv = ["run"]

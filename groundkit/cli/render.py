@@ -6,8 +6,8 @@ import re
 import sys
 from collections.abc import Collection
 
-from .analysis import Analyzer
-from .model import Hit
+from ..model import Hit
+from ..text.analysis import Analyzer
 
 SNIPPET = 240
 _WORD = re.compile(r"\w+", re.UNICODE)

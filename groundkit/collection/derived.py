@@ -1,7 +1,7 @@
-"""Derived indexes built for each generation, and their consistency checks.
+"""Derived indexes built for each generation: how they are built and loaded.
 
 Derived indexes live under ``gen-<N>/`` and are stamped with the collection
-and generation they were built from; opening one with another stamp fails
+and generation they were built from; loading one with another stamp fails
 closed (:class:`~groundkit.errors.IndexMismatchError`).
 
 * ``gen-<N>/rowids.npy`` — the generation's chunks in canonical order (store
@@ -15,38 +15,43 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from . import store
-from .analysis import DEFAULT_PRESET, Analyzer
-from .errors import GroundkitError, IndexMismatchError
+from .. import store
+from ..errors import GroundkitError, IndexMismatchError
+from ..retrieval.bm25 import BM25Index, BM25Params
+from ..text.analysis import DEFAULT_PRESET, Analyzer
 from .indexer import DerivedBuilder, Progress
-from .retrieval.bm25 import BM25Index, BM25Params
 
 if TYPE_CHECKING:
-    from .collection import Collection
-    from .embeddings import EmbeddingIdentity
-    from .retrieval.dense import VectorStore
+    from ..embeddings import EmbeddingIdentity, EmbeddingProvider
+    from ..retrieval.vectors import VectorStore
 
 ROWIDS = "rowids.npy"
+BM25 = "bm25"
+VECTORS = "vectors"
 
 
-def stamp(settings: dict[str, Any], generation: int) -> dict[str, Any]:
+def stamp(settings: Mapping[str, Any], generation: int) -> dict[str, Any]:
     return {"collection": settings.get("name", ""), "generation": generation}
 
 
-def analyzer_of(settings: dict[str, Any]) -> Analyzer:
+def analyzer_of(settings: Mapping[str, Any]) -> Analyzer:
     data = settings.get("analyzer")
     return Analyzer.from_dict(data) if data else Analyzer.preset(DEFAULT_PRESET)
 
 
-def bm25_params_of(settings: dict[str, Any]) -> BM25Params:
+def bm25_params_of(settings: Mapping[str, Any]) -> BM25Params:
     data = settings.get("bm25")
     return BM25Params.from_dict(data) if data else BM25Params()
+
+
+# -- builders ------------------------------------------------------------------------
 
 
 def build_rowids(conn: sqlite3.Connection, generation: int, gen_dir: Path,
@@ -64,7 +69,7 @@ def build_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
                settings: dict[str, Any]) -> None:
     texts = (c.text for c in store.iter_generation_chunks(conn, generation))
     index = BM25Index.build_from_texts(texts, analyzer_of(settings), bm25_params_of(settings))
-    index.save(gen_dir / "bm25", stamp(settings, generation))
+    index.save(gen_dir / BM25, stamp(settings, generation))
 
 
 def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
@@ -79,8 +84,8 @@ def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
         embedding = settings.get("embedding")
         if not embedding:
             return
-        from .embeddings import make_provider
-        from .retrieval.dense import VectorStore
+        from ..embeddings import make_provider
+        from ..retrieval.vectors import VectorStore
 
         provider = make_provider(embedding["spec"], **embedding.get("options", {}))
         chunks = list(store.iter_generation_chunks(conn, generation))
@@ -90,7 +95,7 @@ def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
             def embed_progress(done: int, total: int, label: str) -> None:
                 progress(done, total, "embedding " + label)
         try:
-            VectorStore.build(gen_dir / "vectors", stamp(settings, generation),
+            VectorStore.build(gen_dir / VECTORS, stamp(settings, generation),
                               provider.identity, [c.chunk_id for c in chunks],
                               [c.text for c in chunks], provider, previous=previous,
                               progress=embed_progress)
@@ -102,13 +107,13 @@ def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
 
 def _previous_vectors(conn: sqlite3.Connection, gen_dir: Path, settings: dict[str, Any],
                       identity: EmbeddingIdentity) -> VectorStore | None:
-    from .retrieval.dense import VectorStore
+    from ..retrieval.vectors import VectorStore
 
     previous = store.current_generation(conn)
     if previous is None:
         return None
     try:
-        return VectorStore.open(gen_dir.parent / f"gen-{previous}" / "vectors",
+        return VectorStore.open(gen_dir.parent / f"gen-{previous}" / VECTORS,
                                 stamp(settings, previous), identity)
     except GroundkitError:
         return None  # nothing reusable: embed everything
@@ -119,23 +124,7 @@ def default_builders(progress: Progress | None = None) -> list[DerivedBuilder]:
     return [build_rowids, build_bm25, vector_builder(progress)]
 
 
-def load_vectors(coll: Collection, identity: EmbeddingIdentity | None) -> VectorStore:
-    from .embeddings import EmbeddingIdentity
-    from .retrieval.dense import META, VectorStore
-
-    directory = coll.generation_dir / "vectors"
-    if identity is None:  # integrity checks: take the identity the store records
-        try:
-            meta = json.loads((directory / META).read_text("utf-8"))
-            identity = EmbeddingIdentity.from_dict(meta["identity"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise IndexMismatchError(f"vector store {directory} is unreadable ({exc})") from exc
-    vectors = VectorStore.open(directory, stamp(coll.config, coll.generation), identity)
-    if sorted(vectors.chunk_ids) != sorted(coll.chunk_ids()):
-        raise IndexMismatchError(
-            f"vector store {directory} does not hold exactly the generation's chunks; re-index"
-        )
-    return vectors
+# -- loaders -------------------------------------------------------------------------
 
 
 def load_rowids(gen_dir: Path, expected: int) -> npt.NDArray[np.int64]:
@@ -154,36 +143,46 @@ def load_rowids(gen_dir: Path, expected: int) -> npt.NDArray[np.int64]:
     return np.asarray(rowids, dtype=np.int64)
 
 
-def load_bm25(coll: Collection) -> BM25Index:
-    settings = coll.config
-    index = BM25Index.load(coll.generation_dir / "bm25", stamp(settings, coll.generation),
+def load_bm25(gen_dir: Path, settings: Mapping[str, Any], generation: int, chunk_count: int,
+              name: str) -> BM25Index:
+    index = BM25Index.load(gen_dir / BM25, stamp(settings, generation),
                            analyzer=analyzer_of(settings))
-    if index.n_docs != coll.chunk_count:
+    if index.n_docs != chunk_count:
         raise IndexMismatchError(
-            f"BM25 index of {coll.name!r} has {index.n_docs} documents, the store has "
-            f"{coll.chunk_count} chunks; re-run grk index to rebuild"
+            f"BM25 index of {name!r} has {index.n_docs} documents, the store has "
+            f"{chunk_count} chunks; re-run grk index to rebuild"
         )
     return index
 
 
-def check_derived(coll: Collection) -> list[str]:
-    """Problems with the current generation's derived indexes."""
-    problems = []
-    if not coll.generation_dir.is_dir():
-        return [f"derived index folder {coll.generation_dir} is missing"]
-    try:
-        rowids = load_rowids(coll.generation_dir, coll.chunk_count)
-        if list(rowids) != store.generation_rowids(coll.conn, coll.generation):
-            problems.append("chunk order file disagrees with the store")
-    except GroundkitError as exc:
-        problems.append(str(exc))
-    try:
-        load_bm25(coll)
-    except GroundkitError as exc:
-        problems.append(str(exc))
-    if coll.embedding_spec() is not None:
+def load_vectors(directory: Path, settings: Mapping[str, Any], generation: int,
+                 chunk_ids: Sequence[str], identity: EmbeddingIdentity | None) -> VectorStore:
+    """The vector store at ``directory``; with ``identity=None``, the identity it records."""
+    from ..embeddings import EmbeddingIdentity
+    from ..retrieval.vector_files import META
+    from ..retrieval.vectors import VectorStore
+
+    if identity is None:  # integrity checks: take the identity the store records
         try:
-            coll.vectors()
-        except GroundkitError as exc:
-            problems.append(str(exc))
-    return problems
+            meta = json.loads((directory / META).read_text("utf-8"))
+            identity = EmbeddingIdentity.from_dict(meta["identity"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexMismatchError(f"vector store {directory} is unreadable ({exc})") from exc
+    vectors = VectorStore.open(directory, stamp(settings, generation), identity)
+    if sorted(vectors.chunk_ids) != sorted(chunk_ids):
+        raise IndexMismatchError(
+            f"vector store {directory} does not hold exactly the generation's chunks; re-index"
+        )
+    return vectors
+
+
+def query_provider(embedding: Mapping[str, Any]) -> EmbeddingProvider:
+    """The query-side provider for a recorded embedding (one torch thread for local models)."""
+    from ..embeddings import make_provider
+
+    options = dict(embedding.get("options", {}))
+    if str(embedding["spec"]).startswith("local"):
+        # One torch thread on the query path: measured faster on 2 cores under load,
+        # and no BLAS/torch pool contention (bench/bench_dense.py --query-threads).
+        options.setdefault("threads", 1)
+    return make_provider(embedding["spec"], **options)

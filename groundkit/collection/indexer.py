@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import ingest, store
-from .chunking import ChunkerConfig
-from .errors import GroundkitError, UsageError
-from .sources import (
+from .. import store
+from ..errors import CollectionBusyError, UsageError
+from ..sources import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     DEFAULT_MAX_BYTES,
@@ -32,6 +31,8 @@ from .sources import (
     Skipped,
     discover,
 )
+from ..text.chunking import ChunkerConfig
+from . import ingest
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, path)`` — called once per file."""
@@ -40,12 +41,6 @@ DerivedBuilder = Callable[[sqlite3.Connection, int, Path, dict[str, Any]], None]
 """``build(conn, generation, generation_dir, config)`` — writes one derived index."""
 
 KEEP_GENERATIONS = 2
-
-
-class CollectionBusyError(GroundkitError, RuntimeError):
-    """Another process is indexing this collection right now."""
-
-    exit_code = 7
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

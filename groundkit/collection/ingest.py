@@ -1,6 +1,6 @@
 """Reading, decoding and chunking files for the indexer, in one process or several.
 
-The indexer (:mod:`groundkit.indexer`) decides what to keep and writes SQLite;
+The indexer (:mod:`groundkit.collection.indexer`) decides what to keep and writes SQLite;
 this module turns candidate files into :class:`Prepared` results: bytes read
 and hashed in the main process, decoding and chunking in worker processes
 when there are cores to spare. Results come back in input order, so the
@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import store
-from .chunking import ChunkerConfig, make_chunks
-from .model import Document
-from .sources import Candidate, DecodeError, Skipped, decode_bytes
+from .. import store
+from ..errors import DecodeError
+from ..model import Document
+from ..sources import Candidate, Skipped, decode_bytes
+from ..text.chunking import ChunkerConfig, make_chunks
 
 WINDOW = 32
 """Files in flight at once when workers are used."""

@@ -1,88 +1,118 @@
-"""What a collection holds, and which of its files changed since indexing."""
+"""What a collection holds, and which of its files changed since indexing.
+
+:func:`collection_status` reads counts and settings from the store; with
+``changes`` it also hashes every indexed file (content, never size or mtime)
+and walks the roots for files added since the generation was built.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..sources import Candidate, discover
+from ..verify import Unreadable, read_inside
 from .indexer import root_labels
-from .sources import Candidate, discover
-from .verify import read_inside
-
-if TYPE_CHECKING:
-    from .collection import Collection
+from .snapshot import Snapshot
 
 
-def collection_status(coll: Collection, *, changes: bool = True) -> dict[str, Any]:
-    """Counts, configuration and skipped files; with ``changes``, a content diff.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkippedFile:
+    path: str
+    reason: str
 
-    The diff hashes every indexed file (content, not size or mtime) and walks
-    the roots for files added since the generation was built.
-    """
-    conn, gen = coll.conn, coll.generation
-    config = coll.config
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Changes:
+    """Documents modified or missing since indexing, and files added under the roots."""
+
+    modified: tuple[str, ...]
+    missing: tuple[str, ...]
+    added: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectionStatus:
+    """A collection's published generation: counts, settings, skipped and changed files."""
+
+    collection: str
+    directory: str
+    generation: int
+    indexed_at: str
+    documents: int
+    chunks: int
+    roots: tuple[str, ...]
+    chunker: dict[str, Any]
+    analyzer: dict[str, Any] | None
+    bm25: dict[str, Any] | None
+    embedding: dict[str, Any] | None
+    last_run: dict[str, Any] | None
+    skipped: tuple[SkippedFile, ...]
+    changed_since_indexing: Changes | None = None
+    """``None`` unless changes were looked for."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The machine-readable form (``grk status --json``)."""
+        out = asdict(self)
+        out["roots"] = list(self.roots)
+        out["skipped"] = [asdict(s) for s in self.skipped]
+        if self.changed_since_indexing is None:
+            del out["changed_since_indexing"]
+        else:
+            out["changed_since_indexing"] = {k: list(v) for k, v in
+                                             asdict(self.changed_since_indexing).items()}
+        return out
+
+
+def collection_status(snap: Snapshot, *, changes: bool = True) -> CollectionStatus:
+    """The status of ``snap``'s generation; with ``changes``, a content diff of its files."""
+    conn, gen, config = snap.conn, snap.generation, snap.config
     documents = dict(
-        conn.execute("SELECT doc_id, sha256 FROM documents WHERE generation = ?", (gen,))
-    )
-    chunk_count = conn.execute(
-        "SELECT COUNT(*) FROM generation_chunks WHERE generation = ?", (gen,)
-    ).fetchone()[0]
-    skipped = [
-        {"path": p, "reason": r}
-        for p, r in conn.execute(
-            "SELECT path, reason FROM skipped WHERE generation = ? ORDER BY path", (gen,)
-        )
-    ]
-    row = conn.execute("SELECT created_at, stats FROM generations WHERE id = ?", (gen,)).fetchone()
-    result: dict[str, Any] = {
-        "collection": coll.name,
-        "directory": str(coll.directory),
-        "generation": gen,
-        "indexed_at": row[0],
-        "documents": len(documents),
-        "chunks": chunk_count,
-        "roots": config["roots"],
-        "chunker": config["chunker"],
-        "analyzer": config.get("analyzer"),
-        "bm25": config.get("bm25"),
-        "embedding": config.get("embedding"),
-        "last_run": json.loads(row[1]) if row[1] else None,
-        "skipped": skipped,
-    }
-    if changes:
-        result["changed_since_indexing"] = _changes(coll, documents, config)
-    return result
+        conn.execute("SELECT doc_id, sha256 FROM documents WHERE generation = ?", (gen,)))
+    skipped = tuple(SkippedFile(path=p, reason=r) for p, r in conn.execute(
+        "SELECT path, reason FROM skipped WHERE generation = ? ORDER BY path", (gen,)))
+    created, stats = conn.execute(
+        "SELECT created_at, stats FROM generations WHERE id = ?", (gen,)).fetchone()
+    return CollectionStatus(
+        collection=snap.name, directory=str(snap.directory), generation=gen,
+        indexed_at=created, documents=len(documents), chunks=snap.chunk_count,
+        roots=tuple(config["roots"]), chunker=config["chunker"],
+        analyzer=config.get("analyzer"), bm25=config.get("bm25"),
+        embedding=config.get("embedding"), last_run=json.loads(stats) if stats else None,
+        skipped=skipped,
+        changed_since_indexing=_changes(snap, documents, skipped) if changes else None)
 
 
-def _changes(
-    coll: Collection, documents: dict[str, str], config: dict[str, Any]
-) -> dict[str, list[str]]:
-    rows = coll.conn.execute(
-        "SELECT doc_id, root, relpath FROM documents WHERE generation = ?", (coll.generation,)
+def _changes(snap: Snapshot, documents: dict[str, str],
+             skipped: tuple[SkippedFile, ...]) -> Changes:
+    rows = snap.conn.execute(
+        "SELECT doc_id, root, relpath FROM documents WHERE generation = ?", (snap.generation,)
     ).fetchall()
     modified, missing = [], []
     for doc_id, root, relpath in rows:
-        data = read_inside(root, relpath, int(config["max_bytes"]))
-        if isinstance(data, str):
+        data = read_inside(root, relpath, snap.max_bytes)
+        if isinstance(data, Unreadable):
             missing.append(doc_id)
         elif hashlib.sha256(data).hexdigest() != documents[doc_id]:
             modified.append(doc_id)
+    return Changes(modified=tuple(sorted(modified)), missing=tuple(sorted(missing)),
+                   added=tuple(sorted(_added(snap, set(documents) | {s.path for s in skipped}))))
+
+
+def _added(snap: Snapshot, known: set[str]) -> list[str]:
+    config = snap.config
     labels = root_labels(config["roots"])
-    known = set(documents)
-    skipped = {s for (s,) in coll.conn.execute(
-        "SELECT path FROM skipped WHERE generation = ?", (coll.generation,))}
     added = []
     for root in config["roots"]:
         if not Path(root).is_dir():
             continue
         for item in discover(
             Path(root), include=config["include"], exclude=config["exclude"],
-            max_bytes=int(config["max_bytes"]), skip_dirs=(coll.directory.parent.parent,),
+            max_bytes=snap.max_bytes, skip_dirs=(snap.directory.parent.parent,),
         ):
-            if isinstance(item, Candidate):
-                doc_id = labels[root] + item.relpath
-                if doc_id not in known and doc_id not in skipped:
-                    added.append(doc_id)
-    return {"modified": sorted(modified), "missing": sorted(missing), "added": sorted(added)}
+            if isinstance(item, Candidate) and labels[root] + item.relpath not in known:
+                added.append(labels[root] + item.relpath)
+    return added

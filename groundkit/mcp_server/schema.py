@@ -1,9 +1,11 @@
 """The MCP tools' input and output schemas, and how outputs are kept within bounds.
 
-Pydantic models only: the MCP SDK itself is imported by :mod:`groundkit.mcp_server`
-alone. Input annotations carry the bounds (query length, ``top_k``, number of
-collections, id patterns); output models forbid unknown keys; the ``fit_*``
-functions cut document text (flagged) so a result never exceeds
+Pydantic models only: the MCP SDK itself is imported by :mod:`.server` alone.
+The mode enum comes from the retrieval registry, and a hit is the one
+serialised form (:meth:`groundkit.model.Hit.to_dict`). Input annotations carry
+the bounds (query length, ``top_k``, number of collections, id patterns);
+output models forbid unknown keys; the ``fit_*`` functions cut document text
+(flagged) so a result never exceeds
 :data:`MAX_RESPONSE_BYTES`.
 """
 
@@ -13,9 +15,12 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import store
-from .analysis import MAX_QUERY_CHARS
-from .model import Hit, Verdict
+from .. import store
+from ..collection.derived import analyzer_of, bm25_params_of
+from ..collection.status import CollectionStatus
+from ..model import Hit, Verdict
+from ..retrieval.modes import DEFAULT_MODE, MODES
+from ..text.analysis import MAX_QUERY_CHARS
 
 MAX_TOP_K = 50
 MAX_SEARCH_COLLECTIONS = 32
@@ -44,10 +49,11 @@ CollectionNames = Annotated[
           description="Collections to search (default: every collection this server serves).")]
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K,
                             description=f"How many hits to return, 1 to {MAX_TOP_K}.")]
-Mode = Annotated[Literal["bm25", "dense", "hybrid"], Field(
-    description="Retrieval mode; bm25 (the default) needs nothing else and abstains when "
-    "nothing matches. dense and hybrid need a collection indexed with embeddings; a mode "
-    "that is unavailable is an error, never silently replaced by another.")]
+ModeName = Literal[tuple(MODES)]  # type: ignore[valid-type]
+Mode = Annotated[ModeName, Field(  # type: ignore[valid-type]
+    description=f"Retrieval mode (default {DEFAULT_MODE}): "
+    + "; ".join(f"{m.name}: {m.description}" for m in MODES.values())
+    + ". A mode the collection cannot serve is an error, never silently replaced by another.")]
 Verify = Annotated[bool, Field(description="Re-read every hit's span from its file now and "
                                            "attach a verdict.")]
 ChunkId = Annotated[str, Field(pattern=_CHUNK_ID, max_length=85,
@@ -91,6 +97,9 @@ class SearchHit(_Out):
     text: str = Field(description="The chunk text: document[start:end], or a prefix of it "
                                   "when text_truncated is true.")
     text_truncated: bool
+    explanation: list[dict[str, Any]] = Field(description="Which retriever ranked the hit "
+                                              "where, with what score (and, fused, what it "
+                                              "contributed).")
     verdict: HitVerdict | None = Field(description="Present when verify was requested.")
 
 
@@ -178,25 +187,16 @@ class StatusOutput(_Out):
     truncated: bool = Field(description="Some list was cut to keep the result small.")
 
 
-# ---- the collection cache ------------------------------------------------------------
+# ---- building outputs ----------------------------------------------------------------
 
 
 def hit_output(hit: Hit, collection: str, rank: int) -> SearchHit:
-    c, v = hit.chunk, hit.verdict
-    verdict = None if v is None else HitVerdict(
-        status=v.status.value, reason=v.reason,
-        relocated_start=v.relocated[0] if v.relocated else None,
-        relocated_end=v.relocated[1] if v.relocated else None)
-    return SearchHit(
-        rank=rank, score=hit.score, chunk_id=c.chunk_id, collection=collection, path=c.doc_id,
-        start=c.start, end=c.end, utf16_start=c.utf16_start,
-        utf16_end=c.utf16_end, byte_start=c.byte_start, byte_end=c.byte_end,
-        start_line=c.start_line, end_line=c.end_line, text=c.text, text_truncated=False,
-        verdict=verdict)
+    """The hit's one serialised form, re-ranked among the merged collections."""
+    return SearchHit(**{**hit.to_dict(collection), "rank": rank}, text_truncated=False)
 
 
 def fetch_output(verdict: Verdict, stored: store.StoredChunk | None,
-                  collection: str | None = None) -> FetchOutput:
+                 collection: str | None = None) -> FetchOutput:
     c = stored.chunk if stored else None
     return FetchOutput(
         chunk_id=verdict.chunk_id, collection=collection, status=verdict.status.value,
@@ -210,19 +210,20 @@ def fetch_output(verdict: Verdict, stored: store.StoredChunk | None,
         content_trust=CONTENT_TRUST, text_truncated=False)
 
 
-def status_output(s: dict[str, Any], config: dict[str, Any],
-                   stats: RetrieverStats) -> StatusOutput:
+def status_output(s: CollectionStatus, config: dict[str, Any],
+                  stats: RetrieverStats) -> StatusOutput:
     """The status with the analyzer and BM25 settings in effect (defaults made explicit)."""
-    from .derived import analyzer_of, bm25_params_of
-
-    changes = s.get("changed_since_indexing")
+    changes = s.changed_since_indexing
     return StatusOutput(
-        collection=s["collection"], generation=s["generation"], indexed_at=s["indexed_at"],
-        documents=s["documents"], chunks=s["chunks"], roots=s["roots"], chunker=s["chunker"],
+        collection=s.collection, generation=s.generation, indexed_at=s.indexed_at,
+        documents=s.documents, chunks=s.chunks, roots=list(s.roots), chunker=s.chunker,
         analyzer=analyzer_of(config).to_dict(), bm25=bm25_params_of(config).to_dict(),
-        embedding=s["embedding"], retriever=stats,
-        skipped_total=len(s["skipped"]), skipped=[Skipped(**x) for x in s["skipped"]],
-        changed_since_indexing=None if changes is None else Changes(**changes), truncated=False)
+        embedding=s.embedding, retriever=stats, skipped_total=len(s.skipped),
+        skipped=[Skipped(path=x.path, reason=x.reason) for x in s.skipped],
+        changed_since_indexing=None if changes is None else Changes(
+            modified=list(changes.modified), missing=list(changes.missing),
+            added=list(changes.added)),
+        truncated=False)
 
 
 # ---- bounding the response -----------------------------------------------------------

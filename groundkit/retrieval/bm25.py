@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..analysis import DEFAULT_PRESET, Analyzer, check_query
 from ..errors import GroundkitError, IndexMismatchError, UsageError
+from ..text.analysis import DEFAULT_PRESET, Analyzer, check_query
 from . import bm25_store, scoring
 from .bm25_build import (
     Builder,

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ..analysis import Analyzer
+from ..text.analysis import Analyzer
 from . import scoring
 from .bm25_params import BM25Params
 from .bm25_query import impact_prefixes

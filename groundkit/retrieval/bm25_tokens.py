@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..analysis import Analyzer, split_tokens
+from ..text.analysis import Analyzer, split_tokens
 
 I32Array = npt.NDArray[np.int32]
 

@@ -6,17 +6,20 @@ Each output :class:`FusedHit` keeps, per retriever that returned it, its rank,
 its score and what it contributed, as :class:`~groundkit.model.Contribution`.
 
 :func:`rrf` is the hybrid mode's fusion (ADR-0005); :func:`convex` exists for
-the fusion ablation in the harness.
+the fusion ablation in the harness. :data:`FUSIONS` names both, with their
+parameters' defaults; :class:`FusionRetriever` fuses other retrievers' lists.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import UsageError
 from ..model import Contribution
+from .base import Retriever, Scored
 
 RankedList = Sequence[tuple[str, float]]
 RankedLists = Mapping[str, RankedList]
@@ -105,6 +108,77 @@ def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) 
     }
     scored = {cid: math.fsum(_contributed(c) for c in cs) for cid, cs in contributions.items()}
     return _fused_hits(scored, contributions, top_k)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusionMethod:
+    """A registered fusion method: how it fuses, and its parameters' defaults."""
+
+    name: str
+    description: str
+    fuse: Callable[[RankedLists, int, Mapping[str, Any]], list[FusedHit]]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _fuse_rrf(lists: RankedLists, top_k: int, params: Mapping[str, Any]) -> list[FusedHit]:
+    return rrf(lists, params.get("rrf_k", DEFAULT_K), top_k=top_k)
+
+
+def _fuse_convex(lists: RankedLists, top_k: int, params: Mapping[str, Any]) -> list[FusedHit]:
+    weights = params.get("weights") or {name: 1.0 / len(lists) for name in lists}
+    return convex(lists, weights, top_k)
+
+
+FUSIONS: Mapping[str, FusionMethod] = {
+    "rrf": FusionMethod(name="rrf", fuse=_fuse_rrf, defaults={"rrf_k": DEFAULT_K},
+                        description=f"Reciprocal Rank Fusion, sum of 1/(k + rank); rank-only "
+                        f"(default, k={DEFAULT_K})"),
+    "convex": FusionMethod(name="convex", fuse=_fuse_convex, defaults={"weights": None},
+                           description="convex combination of min-max normalised scores, equal "
+                           "weights (an ablation; score-based)"),
+}
+"""The fusion methods, by name; help text and errors are generated from it."""
+
+
+def fusion_method(name: str) -> FusionMethod:
+    if name not in FUSIONS:
+        raise UsageError(f"unknown fusion {name!r}; valid: "
+                         + "; ".join(f"{f.name} ({f.description})" for f in FUSIONS.values()))
+    return FUSIONS[name]
+
+
+CANDIDATES = 100
+"""How deep each list goes before fusion."""
+
+
+class FusionRetriever:
+    """Fuses the lists of several retrievers; never takes a score threshold (ADR-0005)."""
+
+    name = "hybrid"
+
+    def __init__(self, retrievers: Mapping[str, Retriever], chunk_ids: Sequence[str],
+                 positions: Mapping[str, int], method: FusionMethod,
+                 params: Mapping[str, Any], candidates: int = CANDIDATES) -> None:
+        self.retrievers = dict(retrievers)
+        self.chunk_ids = chunk_ids
+        self.positions = positions
+        self.method = method
+        self.params = {**method.defaults, **params}
+        self.candidates = candidates
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        if score_threshold is not None:
+            raise UsageError(
+                "hybrid search takes no score threshold: fused scores are rank-derived, so a "
+                "cutoff would measure list overlap, not relevance (ADR-0005); threshold dense "
+                "instead")
+        depth = max(top_k, self.candidates)
+        lists = {name: [(self.chunk_ids[s.position], s.score)
+                        for s in retriever.search(query, depth)]
+                 for name, retriever in self.retrievers.items()}
+        fused = self.method.fuse(lists, top_k, self.params)
+        return [Scored(self.positions[h.chunk_id], h.score, h.contributions) for h in fused]
 
 
 # ---------------------------------------------------------------------- kernels

@@ -25,11 +25,6 @@ Vectors are L2-normalised, so the dot product *is* the cosine similarity, and
 
 from __future__ import annotations
 
-import itertools
-import json
-import os
-import shutil
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..embeddings import EmbeddingIdentity, EmbeddingProvider, l2_normalize
-from ..errors import IndexMismatchError, MissingDependencyError, UsageError
+from ..errors import IndexMismatchError, UsageError
+from . import vector_files
 
-FORMAT = "groundkit.vectors"
-FORMAT_VERSION = 1
-TABLE = "vectors"
-META = "meta.json"
 EMBED_BATCH = 256
 
 Progress = Callable[[int, int, str], None]
@@ -129,7 +121,7 @@ class VectorStore:
                 vectors[row] = old
         _embed_rows(vectors, todo, [texts[order[r]] for r in todo], provider, batch_size, progress)
         stats = BuildStats(rows=len(ids), reused=len(ids) - len(todo), embedded=len(todo))
-        _write_atomically(directory, dict(stamp), identity, ids, vectors)
+        vector_files.write_atomically(directory, dict(stamp), identity, ids, vectors)
         vectors.flags.writeable = False
         return cls(
             directory=directory,
@@ -151,11 +143,11 @@ class VectorStore:
     ) -> VectorStore:
         """Load a store, failing closed unless it matches the stamp and identity exactly."""
         directory = Path(directory)
-        meta = _read_meta(directory)
-        _check_stamp(directory, meta, expected_stamp)
-        stored = _check_identity(directory, meta, identity)
-        ids, vectors = _load_table(directory, stored.dimension)
-        _check_rows(directory, meta, ids, vectors)
+        meta = vector_files.read_meta(directory)
+        vector_files.check_stamp(directory, meta, expected_stamp)
+        stored = vector_files.check_identity(directory, meta, identity)
+        ids, vectors = vector_files.load_table(directory, stored.dimension)
+        vector_files.check_rows(directory, meta, ids, vectors)
         vectors.flags.writeable = False
         return cls(
             directory=directory,
@@ -170,7 +162,8 @@ class VectorStore:
     def check_identity(self, identity: EmbeddingIdentity) -> None:
         """Fail closed unless query vectors from ``identity`` are comparable with this store."""
         if identity != self.identity:
-            raise IndexMismatchError(_identity_message(self.directory, self.identity, identity))
+            raise IndexMismatchError(
+                vector_files.identity_message(self.directory, self.identity, identity))
 
     def search(
         self,
@@ -265,7 +258,7 @@ def _check_build_inputs(
     if not identity.normalized:
         raise UsageError("groundkit stores L2-normalised vectors only (identity.normalized=False)")
     if chunk_ids and provider.identity != identity:
-        raise IndexMismatchError(_identity_message(None, identity, provider.identity))
+        raise IndexMismatchError(vector_files.identity_message(None, identity, provider.identity))
 
 
 def _embed_rows(
@@ -287,158 +280,3 @@ def _embed_rows(
         vectors[rows[start : start + batch_size]] = l2_normalize(matrix)
         if progress is not None:
             progress(min(start + batch_size, len(rows)), len(rows), "embedding")
-
-
-# ------------------------------------------------------------------------ files
-
-
-def _lancedb() -> Any:
-    try:
-        import lancedb
-    except ImportError as exc:
-        raise MissingDependencyError("lancedb", "dense", "Dense retrieval") from exc
-    return lancedb
-
-
-def _write_atomically(
-    directory: Path,
-    stamp: dict[str, Any],
-    identity: EmbeddingIdentity,
-    ids: list[str],
-    vectors: np.ndarray,
-) -> None:
-    import pyarrow as pa
-
-    lancedb = _lancedb()
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = directory.parent / f".{directory.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        tmp.mkdir()
-        schema = pa.schema(
-            [("chunk_id", pa.string()), ("vector", pa.list_(pa.float32(), identity.dimension))]
-        )
-        flat = pa.array(vectors.reshape(-1), type=pa.float32())
-        column = pa.FixedSizeListArray.from_arrays(flat, identity.dimension)
-        table = pa.Table.from_arrays([pa.array(ids, type=pa.string()), column], schema=schema)
-        lancedb.connect(str(tmp)).create_table(TABLE, data=table, schema=schema)
-        meta = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "stamp": stamp,
-            "identity": identity.to_dict(),
-            "rows": len(ids),
-            "table": TABLE,
-        }
-        (tmp / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
-        _swap_into_place(tmp, directory)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _swap_into_place(tmp: Path, directory: Path) -> None:
-    """Rename ``tmp`` to ``directory``; an existing store is moved aside first, then removed.
-
-    Into a fresh directory (one per generation) this is one atomic rename. Over
-    an existing store a concurrent reader may briefly find no store and fail
-    closed, never a mixture of the two.
-    """
-    if not directory.exists():
-        os.replace(tmp, directory)
-        return
-    old = directory.parent / f".{directory.name}.old-{uuid.uuid4().hex}"
-    os.replace(directory, old)
-    os.replace(tmp, directory)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _read_meta(directory: Path) -> dict[str, Any]:
-    path = directory / META
-    if not path.is_file():
-        raise IndexMismatchError(f"no vector store at {directory} ({META} is missing); re-index")
-    try:
-        meta = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IndexMismatchError(f"vector store {path} is unreadable ({exc}); re-index") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise IndexMismatchError(f"{path} is not a groundkit vector store; re-index")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise IndexMismatchError(
-            f"vector store {directory} has format version {meta.get('format_version')!r}; "
-            f"this groundkit reads version {FORMAT_VERSION}; re-index"
-        )
-    return meta
-
-
-def _check_stamp(directory: Path, meta: dict[str, Any], expected: Mapping[str, Any]) -> None:
-    stamp = meta.get("stamp")
-    if not isinstance(stamp, dict):
-        raise IndexMismatchError(f"vector store {directory} has no stamp; re-index")
-    for key in sorted(set(stamp) | set(expected)):
-        if stamp.get(key) != expected.get(key):
-            raise IndexMismatchError(
-                f"vector store {directory} was built for {key}={stamp.get(key)!r}, "
-                f"but {key}={expected.get(key)!r} was expected (a stale or foreign index); "
-                f"re-index to rebuild it"
-            )
-
-
-def _check_identity(
-    directory: Path, meta: dict[str, Any], expected: EmbeddingIdentity
-) -> EmbeddingIdentity:
-    try:
-        stored = EmbeddingIdentity.from_dict(meta.get("identity") or {})
-    except UsageError as exc:
-        raise IndexMismatchError(f"vector store {directory} has a damaged identity: {exc}") from exc
-    if stored != expected:
-        raise IndexMismatchError(_identity_message(directory, stored, expected))
-    return stored
-
-
-def _identity_message(
-    directory: Path | None, stored: EmbeddingIdentity, asked: EmbeddingIdentity
-) -> str:
-    fields = [
-        f"{name} {value!r} != {getattr(asked, name)!r}"
-        for name, value in stored.to_dict().items()
-        if value != getattr(asked, name)
-    ]
-    where = f"vector store {directory}" if directory is not None else "the vector store"
-    return (
-        f"{where} holds {stored.describe()} vectors, but {asked.describe()} was asked for "
-        f"({'; '.join(fields)}); use the same embedding model or re-index with the new one"
-    )
-
-
-def _load_table(directory: Path, dimension: int) -> tuple[list[str], np.ndarray]:
-    lancedb = _lancedb()
-    try:
-        table = lancedb.connect(str(directory)).open_table(TABLE).to_arrow()
-        ids = table.column("chunk_id").to_pylist()
-        column = table.column("vector").combine_chunks()
-        width = column.type.list_size
-        flat = column.values.to_numpy(zero_copy_only=False)
-    except Exception as exc:  # any failure to read the table means "damaged"
-        raise IndexMismatchError(
-            f"vector store {directory} has a missing or damaged table ({type(exc).__name__}: "
-            f"{exc}); re-index"
-        ) from exc
-    if width != dimension or column.null_count:
-        raise IndexMismatchError(
-            f"vector store {directory} holds {width}-d vectors but its identity says {dimension}"
-        )
-    return ids, np.ascontiguousarray(flat, dtype=np.float32).reshape(-1, dimension)
-
-
-def _check_rows(directory: Path, meta: dict[str, Any], ids: list[str], vectors: np.ndarray) -> None:
-    if meta.get("rows") != len(ids) or vectors.shape[0] != len(ids):
-        raise IndexMismatchError(
-            f"vector store {directory} records {meta.get('rows')!r} rows but its table has "
-            f"{len(ids)}; re-index"
-        )
-    if any(a >= b for a, b in itertools.pairwise(ids)):
-        raise IndexMismatchError(f"vector store {directory} has unsorted or duplicate chunk ids")
-    if len(ids):
-        norms = np.linalg.norm(vectors, axis=1)
-        if not np.isfinite(norms).all() or np.abs(norms - 1.0).max() > 1e-3:
-            raise IndexMismatchError(f"vector store {directory} holds unnormalised vectors")

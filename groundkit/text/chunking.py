@@ -28,9 +28,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import UsageError
-from .model import Chunk, Document, make_chunk_id, sha256_text, utf16_len
-from .sources import encode_len
+from ..errors import UsageError
+from ..model import Chunk, Document, make_chunk_id, sha256_text, utf16_len
+from ..sources import encode_len
 
 # Boundary classes, best first. Each pattern's match *end* is a position where
 # a window may end; the next window may start there too.

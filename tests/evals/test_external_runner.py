@@ -169,8 +169,8 @@ def test_rank_bm25_over_candidate_units_ranks_as_its_full_scoring() -> None:
     import rank_bm25
 
     from evals.external.engines import rank_bm25_ranker
-    from groundkit.analysis import Analyzer
     from groundkit.retrieval.bm25 import BM25Params
+    from groundkit.text.analysis import Analyzer
 
     analyzer = Analyzer()
     dataset = make_dataset(seed=5, n_docs=50)

@@ -5,11 +5,11 @@ import zlib
 import numpy as np
 import pytest
 
-from groundkit.analysis import Analyzer
 from groundkit.errors import IndexMismatchError, UsageError
 from groundkit.retrieval.bm25 import METHODS, BM25Index, BM25Params
 from groundkit.retrieval.bm25_build import Builder, lucene_scores
 from groundkit.retrieval.scoring import idf_lucene, length_lucene_byte, score_lucene_float32
+from groundkit.text.analysis import Analyzer
 
 DOCS = [
     "The quick brown fox jumps over the lazy dog",

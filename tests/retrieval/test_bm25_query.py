@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundkit.analysis import Analyzer
 from groundkit.errors import IndexMismatchError
 from groundkit.retrieval import bm25_query
 from groundkit.retrieval.bm25 import METHODS, BM25Index, BM25Params
+from groundkit.text.analysis import Analyzer
 
 SIMPLE = Analyzer.preset("simple")
 STAMP = {"generation": 1}

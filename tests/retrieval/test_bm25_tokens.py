@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundkit.analysis import Analyzer, token_pattern
 from groundkit.retrieval import bm25_tokens
 from groundkit.retrieval.bm25_tokens import ChunkTerms, batch_term_ids, chunk_batch
+from groundkit.text.analysis import Analyzer, token_pattern
 
 ANALYZERS = [
     Analyzer(),

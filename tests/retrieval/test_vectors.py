@@ -14,7 +14,8 @@ pytest.importorskip("lancedb")
 
 from groundkit.embeddings import EmbeddingIdentity
 from groundkit.errors import IndexMismatchError, UsageError
-from groundkit.retrieval.dense import META, TABLE, VectorStore
+from groundkit.retrieval.vector_files import META, TABLE
+from groundkit.retrieval.vectors import VectorStore
 from groundkit.testing import HashingProvider
 
 TEXTS = {

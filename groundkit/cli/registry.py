@@ -1,0 +1,44 @@
+"""The subcommand registry and the output conventions every ``grk`` command shares.
+
+A command registers a ``configure(parser) -> handler`` pair with
+:func:`command`; :func:`emit` prints data as JSON with ``--json``, else runs the
+human renderer. Data goes to stdout, progress and errors to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+EXIT_DRIFTED = 10
+EXIT_UNRESOLVABLE = 11
+EXIT_INTERRUPTED = 130
+
+Handler = Callable[[argparse.Namespace], int]
+Configure = Callable[[argparse.ArgumentParser], Handler]
+COMMANDS: dict[str, tuple[str, Configure]] = {}
+"""name -> (one line of help, configure)."""
+
+
+def command(name: str, help: str) -> Callable[[Configure], Configure]:
+    """Register a subcommand: ``configure(parser)`` adds options and returns the handler."""
+
+    def wrap(configure: Configure) -> Configure:
+        if name in COMMANDS:
+            raise ValueError(f"command {name!r} registered twice")
+        COMMANDS[name] = (help, configure)
+        return configure
+
+    return wrap
+
+
+def emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None:
+    """Print ``data`` as JSON with ``--json``, else run the human renderer."""
+    if args.json:
+        json.dump(data, sys.stdout, ensure_ascii=False, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        human()

@@ -1,0 +1,189 @@
+"""One published generation of a collection, opened read-only, with its derived indexes.
+
+A :class:`Snapshot` pins the generation that was current when it was opened: a
+re-index published meanwhile is seen only by snapshots opened after it. Its
+derived indexes (chunk order, BM25, vectors, the query embedder) are loaded on
+first use and kept; each load checks the generation stamp and fails closed
+(:class:`~groundkit.errors.IndexMismatchError`). It implements the retrieval
+layer's :class:`~groundkit.retrieval.base.Resources`, and it is the one place a
+citation is verified, with the collection's own size limit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from functools import cached_property, wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import store
+from ..errors import CollectionNotFoundError, GroundkitError, IndexMismatchError
+from ..model import Chunk, Verdict
+from ..sources import DEFAULT_MAX_BYTES
+from ..verify import verify
+from . import derived
+from .home import Home, collection_dir, list_collections, resolve_home
+
+if TYPE_CHECKING:
+    from ..embeddings import EmbeddingIdentity
+    from ..retrieval.bm25 import BM25Index
+    from ..retrieval.dense import QueryEmbedder
+    from ..retrieval.vectors import VectorStore
+
+
+T = TypeVar("T")
+
+
+def once(method: Callable[[Snapshot], T]) -> Callable[[Snapshot], T]:
+    """Cache a no-argument method's result on the instance (loaded on first call)."""
+    slot = "_" + method.__name__
+
+    @wraps(method)
+    def get(self: Snapshot) -> T:
+        if slot not in self.__dict__:
+            self.__dict__[slot] = method(self)
+        return self.__dict__[slot]  # type: ignore[no-any-return]
+
+    return get
+
+
+class Snapshot:
+    """A read-only handle on one generation (see the module docstring)."""
+
+    def __init__(self, name: str, directory: Path, conn: sqlite3.Connection,
+                 generation: int) -> None:
+        self.name = name
+        self.directory = directory
+        self.conn = conn
+        self.generation = generation
+        self._vectors: dict[EmbeddingIdentity | None, VectorStore] = {}
+
+    @classmethod
+    def open(cls, name: str, home: Home = None) -> Snapshot:
+        directory = collection_dir(name, home)
+        if not (directory / store.STORE_FILE).is_file():
+            known = ", ".join(list_collections(home)) or "none yet"
+            raise CollectionNotFoundError(
+                f"no collection named {name!r} in {resolve_home(home)} (known: {known}); "
+                f"create it with: grk index PATH --collection {name}"
+            )
+        conn = store.connect(directory, readonly=True)
+        generation = store.current_generation(conn)
+        if generation is None:
+            conn.close()
+            raise CollectionNotFoundError(f"collection {name!r} has no published generation yet")
+        return cls(name, directory, conn, generation)
+
+    def close(self) -> None:
+        if "_query_embedder" in self.__dict__:
+            self.query_embedder().close()
+        self.conn.close()
+
+    # -- the generation -------------------------------------------------------------
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The generation's settings, as the indexer recorded them."""
+        return store.generation_config(self.conn, self.generation)
+
+    @property
+    def generation_dir(self) -> Path:
+        return self.directory / f"gen-{self.generation}"
+
+    @property
+    def max_bytes(self) -> int:
+        """The collection's file size limit: files over it are neither indexed nor verified."""
+        return int(self.config.get("max_bytes", DEFAULT_MAX_BYTES))
+
+    @cached_property
+    def chunk_count(self) -> int:
+        return store.generation_size(self.conn, self.generation)
+
+    def chunks(self) -> list[Chunk]:
+        """Every chunk of the generation, in canonical order."""
+        return list(store.iter_generation_chunks(self.conn, self.generation))
+
+    def lookup(self, chunk_id: str) -> store.StoredChunk | None:
+        """A stored chunk by id, from any generation still in the store."""
+        return store.lookup_chunk(self.conn, chunk_id)
+
+    def stored_chunks(self, positions: Sequence[int]) -> list[store.StoredChunk]:
+        """The chunks at canonical positions ``positions``, in that order."""
+        rowids = self.rowids()
+        return store.chunks_by_rowid(self.conn, [int(rowids[p]) for p in positions])
+
+    def verify(self, stored: store.StoredChunk) -> Verdict:
+        """Re-read a stored chunk's span now, with this collection's size limit."""
+        return verify(stored, max_bytes=self.max_bytes)
+
+    # -- derived indexes (retrieval.base.Resources) ---------------------------------
+
+    @once
+    def rowids(self) -> npt.NDArray[np.int64]:
+        """Store row ids in canonical order: position i is document i of every index."""
+        return derived.load_rowids(self.generation_dir, self.chunk_count)
+
+    @once
+    def chunk_ids(self) -> Sequence[str]:
+        return [c.chunk_id for c in self.chunks()]
+
+    @once
+    def positions(self) -> dict[str, int]:
+        """chunk id -> canonical position."""
+        return {cid: i for i, cid in enumerate(self.chunk_ids())}
+
+    @once
+    def bm25(self) -> BM25Index:
+        """The generation's BM25 index, memory-mapped once."""
+        return derived.load_bm25(self.generation_dir, self.config, self.generation,
+                                 self.chunk_count, self.name)
+
+    def embedding_spec(self) -> str | None:
+        """``provider:model`` the collection was embedded with, or ``None``."""
+        embedding = self.config.get("embedding")
+        return str(embedding["spec"]) if embedding else None
+
+    @once
+    def query_embedder(self) -> QueryEmbedder:
+        """Embeds queries with the recorded model (loaded once, queries cached)."""
+        from ..retrieval.dense import QueryEmbedder
+
+        embedding = self.config.get("embedding")
+        if not embedding:
+            raise IndexMismatchError(f"collection {self.name!r} has no embedding index")
+        return QueryEmbedder(derived.query_provider(embedding))
+
+    def vectors(self, identity: EmbeddingIdentity | None = None) -> VectorStore:
+        """The generation's vector store; fails closed on another identity or generation."""
+        if identity not in self._vectors:
+            self._vectors[identity] = derived.load_vectors(
+                self.generation_dir / derived.VECTORS, self.config, self.generation,
+                self.chunk_ids(), identity)
+        return self._vectors[identity]
+
+    def check(self) -> list[str]:
+        """Integrity problems of the store and the derived indexes (empty when sound)."""
+        return store.check(self.conn) + self._check_derived()
+
+    def _check_derived(self) -> list[str]:
+        if not self.generation_dir.is_dir():
+            return [f"derived index folder {self.generation_dir} is missing"]
+        problems = []
+        try:
+            if list(self.rowids()) != store.generation_rowids(self.conn, self.generation):
+                problems.append("chunk order file disagrees with the store")
+        except GroundkitError as exc:
+            problems.append(str(exc))
+        loaders: list[Callable[[], object]] = [self.bm25]
+        if self.embedding_spec() is not None:
+            loaders.append(self.vectors)
+        for load in loaders:
+            try:
+                load()
+            except GroundkitError as exc:
+                problems.append(str(exc))
+        return problems

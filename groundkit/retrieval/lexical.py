@@ -1,0 +1,38 @@
+"""The BM25 retriever: a :class:`~groundkit.retrieval.bm25.BM25Index` behind the protocol.
+
+It abstains (returns ``[]``) when no query term occurs in the collection, and
+with ``score_threshold`` drops hits scoring below it. ``explain`` adds each
+query term's idf, tf, length norm and score to the hit's explanation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Contribution
+from .base import Scored
+from .bm25 import BM25Index
+
+
+class BM25Retriever:
+    name = "bm25"
+
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        ranked = self.index.search(query, top_k, score_threshold=score_threshold)
+        out = []
+        for rank, (position, score) in enumerate(ranked, start=1):
+            detail = {"terms": self._terms(query, position)} if explain else {}
+            out.append(Scored(position, score, (Contribution(retriever=self.name, rank=rank,
+                                                             score=score, detail=detail),)))
+        return out
+
+    def _terms(self, query: str, position: int) -> list[dict[str, Any]]:
+        return [
+            {"term": t.term, "query_count": t.query_count, "df": t.df, "idf": t.idf, "tf": t.tf,
+             "doc_length": t.doc_length, "norm_length": t.norm_length, "score": t.score}
+            for t in self.index.explain(query, position)
+        ]

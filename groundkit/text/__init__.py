@@ -1,0 +1,1 @@
+"""Text: analysis (tokens, stopwords, stemming) and chunking."""
