@@ -50,7 +50,7 @@ typecheck: $(STAMP) ## mypy (strict) over groundkit/
 	$(VENV)/bin/mypy groundkit
 
 golden-lint: $(STAMP) ## lint the golden corpus (quotes, checksums, ids, counts)
-	$(PY) -m evals.golden lint golden/v1
+	$(PY) -m evals lint golden/v1
 
 pytest: $(STAMP) browser inspector ## the pytest suite alone
 	$(PY) -m pytest -q
@@ -60,7 +60,7 @@ test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, gold
 eval: $(STAMP) ## index golden v1, run every default stage, write reports, check the gates
 	$(PY) -m evals run --golden golden/v1 --out evals/results --html reports/latest.html \
 	  --expected evals/expected/golden-v1.json
-	$(PY) -m evals.external check --data $(DATA) --out evals/results/external --html-dir reports
+	$(PY) -m evals check --data $(DATA) --html-dir reports
 
 bench: $(STAMP) ## benchmarks: throughput, latency, memory, with ratios against peers
 	$(PY) bench/run_all.py

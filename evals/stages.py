@@ -1,52 +1,76 @@
-"""The stage registry: every retrieval configuration the harness can measure.
+"""The stage registry: every retrieval configuration the harness measures, for every suite.
 
-A stage is an index configuration (chunking, analyzer, BM25 parameters,
-embedding model) plus a search configuration (mode and its options). Stages
-with the same index configuration share one index. ``bm25`` is the baseline
-every other stage is compared with (SPEC §6); it is always run.
-
-Help text and error messages are generated from this registry.
+A stage is an *engine* (groundkit, or an independent reference), a groundkit
+search mode with its options, and the index settings it changes from the
+suite's own: chunking, analyzer, BM25 parameters, an extra stopword list, an
+embedding model. A setting left ``None`` is the suite's (golden: groundkit's
+defaults over 1000-character chunks; an external collection: one unit per
+document; a person's collection: its recorded settings), so the same stage runs
+on any suite. ``bm25`` is the baseline every other stage is compared with (SPEC
+§6); it always runs. Help text and error messages are generated from here.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from groundkit.errors import UsageError
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.modes import MODES
 from groundkit.text.analysis import Analyzer
-from groundkit.text.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET
+from groundkit.text.chunking import ChunkerConfig
 
 BASELINE = "bm25"
+
+ENGINES: dict[str, str] = {
+    "groundkit": "groundkit's own retrievers (the mode names which: bm25, dense, hybrid)",
+    "bm25s": "bm25s (Lù 2024) over groundkit's analyzer terms",
+    "rank-bm25": "rank-bm25 BM25Okapi (Brown 2020) over groundkit's analyzer terms",
+    "run-file": "an external TREC run file, scored as it is",
+}
+DENSE_NEEDS = ("sentence_transformers", "lancedb")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Stage:
     name: str
     description: str
-    chunk_size: int = DEFAULT_TARGET
-    chunk_overlap: int = DEFAULT_OVERLAP
-    analyzer: Analyzer = field(default_factory=Analyzer)
-    bm25: BM25Params = field(default_factory=BM25Params)
-    embedding: str | None = None
+    engine: str = "groundkit"
     mode: str = "bm25"
-    options: dict[str, Any] = field(default_factory=dict)
-    default: bool = True
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The mode's options as given (the report records them so)."""
+    chunking: ChunkerConfig | None = None
+    analyzer: Analyzer | None = None
+    bm25: BM25Params | None = None
+    stopwords: str | None = None
+    """An extra stopword list (``evals.external.stopwords``) applied before stemming."""
+    embedding: str | None = None
+    """``provider:model`` for modes that need vectors."""
+    run_file: str | None = None
+    golden: bool = False
+    """One of the stages a golden run measures by default."""
     needs: tuple[str, ...] = ()
     """Optional modules the stage imports; checked before any retrieval runs."""
 
-    def index_key(self) -> tuple[Any, ...]:
-        """Stages with equal keys share one index."""
-        return (self.chunk_size, self.chunk_overlap, self.analyzer.identity,
-                tuple(sorted(self.bm25.to_dict().items())), self.embedding)
+    def describe(self, units: str) -> str:
+        """The description, ``{units}`` filled with the suite's unit (``1000-character chunks``)."""
+        return self.description.replace("{units}", units)
 
-    def config(self) -> dict[str, Any]:
-        return {
-            "chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap,
-            "analyzer": self.analyzer.to_dict(), "bm25": self.bm25.to_dict(),
-            "embedding": self.embedding, "mode": self.mode, "options": dict(self.options),
-        }
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise UsageError(f"unknown engine {self.engine!r}; valid: {', '.join(ENGINES)}")
+        if self.mode not in MODES:
+            raise UsageError(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
+        if MODES[self.mode].embedding and self.embedding is None:
+            raise UsageError(f"stage {self.name!r}: mode {self.mode} needs an embedding model")
+
+    @property
+    def lexical(self) -> bool:
+        """Ranks by BM25 alone (no vectors, no run file)."""
+        return self.engine in ("groundkit", "bm25s", "rank-bm25") and self.mode == "bm25"
 
 
 STAGES: dict[str, Stage] = {}
@@ -59,46 +83,118 @@ def register(stage: Stage) -> Stage:
     return stage
 
 
-register(Stage(name=BASELINE, description="BM25 baseline: Lucene English analyzer, k1=0.9, "
-               "b=0.4, 1000-character chunks"))
-register(Stage(name="bm25-nostem", description="BM25 without stemming (stopwords kept out)",
-               analyzer=Analyzer(stemmer="none")))
-register(Stage(name="bm25-k1.2-b0.75", description="BM25 with the textbook k1=1.2, b=0.75",
-               bm25=BM25Params(k1=1.2, b=0.75)))
-register(Stage(name="bm25-chunk500", description="BM25 over 500-character chunks",
-               chunk_size=500, chunk_overlap=75))
-register(Stage(name="bm25-chunk2000", description="BM25 over 2000-character chunks",
-               chunk_size=2000, chunk_overlap=300))
-
-
-DENSE_NEEDS = ("sentence_transformers", "lancedb")
 MINILM = "local:all-MiniLM-L6-v2"
-register(Stage(name="dense-minilm", description="dense: all-MiniLM-L6-v2 (local, offline), "
-               "cosine, no threshold", embedding=MINILM, mode="dense", needs=DENSE_NEEDS))
-register(Stage(name="hybrid-rrf60", description="BM25 + dense (MiniLM) fused by RRF, k=60",
-               embedding=MINILM, mode="hybrid", options={"rrf_k": 60}, needs=DENSE_NEEDS))
+_EXACT = BM25Params(lucene_norms=False)
+_TERRIER_BM25 = BM25Params(method="robertson", k1=1.2, b=0.75, lucene_norms=False)
+_NO_STOP = Analyzer(possessive=False, stopwords="none")
+
+register(Stage(name=BASELINE, golden=True, description="BM25 baseline: Lucene English "
+               "analyzer, k1=0.9, b=0.4, {units}"))
+register(Stage(name="bm25-nostem", golden=True, analyzer=Analyzer(stemmer="none"),
+               description="BM25 without stemming (stopwords kept out)"))
+register(Stage(name="bm25-k1.2-b0.75", golden=True, bm25=BM25Params(k1=1.2, b=0.75),
+               description="BM25 with the textbook k1=1.2, b=0.75"))
+register(Stage(name="bm25-chunk500", golden=True, chunking=ChunkerConfig(target=500, overlap=75),
+               description="BM25 over 500-character chunks"))
+register(Stage(name="bm25-chunk2000", golden=True,
+               chunking=ChunkerConfig(target=2000, overlap=300),
+               description="BM25 over 2000-character chunks"))
+register(Stage(name="bm25-passages", chunking=ChunkerConfig(),
+               description="BM25 over 1000-character passages (external: a document scores "
+               "its best passage)"))
+register(Stage(name="bm25-exact-norms", bm25=_EXACT,
+               description="as bm25 with exact document lengths (no Lucene byte norms): "
+               "bm25s' formula"))
+register(Stage(name="bm25s", engine="bm25s", bm25=_EXACT,
+               description="reference: bm25s method=lucene k1=0.9 b=0.4 on groundkit's terms"))
+register(Stage(name="rank-bm25", engine="rank-bm25",
+               bm25=BM25Params(method="robertson", lucene_norms=False),
+               description="reference: rank-bm25 BM25Okapi k1=0.9 b=0.4 (Robertson idf, "
+               "floored) on groundkit's terms"))
+register(Stage(name="bm25-robertson", bm25=_TERRIER_BM25,
+               description="Terrier's BM25 scoring (Robertson idf, k1=1.2 b=0.75, exact "
+               "lengths) with Lucene's 33 stopwords"))
+register(Stage(name="bm25-glasgow", bm25=_TERRIER_BM25, analyzer=_NO_STOP, stopwords="glasgow",
+               description="Terrier's BM25 scoring with the Glasgow IR group stopword list + "
+               "Porter"))
+register(Stage(name="bm25-terrier", bm25=_TERRIER_BM25, analyzer=_NO_STOP, stopwords="terrier",
+               description="Terrier's BM25 scoring with Terrier's own stopword list + Porter "
+               "(PyTerrier's default pipeline)"))
+
+
+def dense_stages(spec: str, *, golden: bool, suffix: str = "") -> list[Stage]:
+    """The dense stage and the RRF k=60 hybrid for an embedding model ``spec``."""
+    needs = DENSE_NEEDS if spec.startswith("local") else ("lancedb", "ollama")
+    return [
+        Stage(name=f"dense{suffix}", mode="dense", embedding=spec, needs=needs, golden=golden,
+              description=f"dense: {spec}, cosine, no threshold"),
+        Stage(name=f"hybrid-rrf60{suffix}", mode="hybrid", embedding=spec, options={"rrf_k": 60},
+              needs=needs, golden=golden,
+              description=f"BM25 + dense ({spec}) fused by RRF, k=60"),
+    ]
+
+
+register(Stage(name="dense-minilm", golden=True, mode="dense", embedding=MINILM,
+               needs=DENSE_NEEDS,
+               description="dense: all-MiniLM-L6-v2 (local, offline), cosine, no threshold"))
+register(Stage(name="hybrid-rrf60", golden=True, mode="hybrid", embedding=MINILM,
+               options={"rrf_k": 60}, needs=DENSE_NEEDS,
+               description="BM25 + dense (MiniLM) fused by RRF, k=60"))
 for _k in (10, 30, 100):
-    register(Stage(name=f"hybrid-rrf{_k}", description=f"fusion ablation: RRF with k={_k}",
-                   embedding=MINILM, mode="hybrid", options={"rrf_k": _k}, needs=DENSE_NEEDS))
-register(Stage(name="hybrid-convex", description="fusion ablation: 0.5/0.5 convex combination "
-               "of min-max normalised BM25 and cosine scores", embedding=MINILM, mode="hybrid",
-               options={"fusion": "convex"}, needs=DENSE_NEEDS))
+    register(Stage(name=f"hybrid-rrf{_k}", golden=True, mode="hybrid", embedding=MINILM,
+                   options={"rrf_k": _k}, needs=DENSE_NEEDS,
+                   description=f"fusion ablation: RRF with k={_k}"))
+register(Stage(name="hybrid-convex", golden=True, mode="hybrid", embedding=MINILM,
+               options={"fusion": "convex"}, needs=DENSE_NEEDS,
+               description="fusion ablation: 0.5/0.5 convex combination of min-max "
+               "normalised BM25 and cosine scores"))
+
+EXTERNAL_COMMON = (BASELINE, "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages")
+"""The stages every external dataset runs by default."""
 
 
-def default_stages() -> list[str]:
-    return [name for name, stage in STAGES.items() if stage.default]
+def golden_defaults() -> list[str]:
+    return [name for name, stage in STAGES.items() if stage.golden]
 
 
 def describe() -> str:
-    return "; ".join(f"{s.name}: {s.description}" for s in STAGES.values())
+    return "; ".join(f"{s.name}: {s.describe('its units')}" for s in STAGES.values())
 
 
-def resolve(names: list[str] | None) -> list[Stage]:
-    """The stages to run, baseline first; ``UsageError`` naming the valid ones."""
-    chosen = list(dict.fromkeys(names or default_stages()))
-    unknown = [n for n in chosen if n not in STAGES]
+def resolve(names: list[str], known: Mapping[str, Stage] | None = None) -> list[Stage]:
+    """The named stages, baseline first; ``UsageError`` naming the valid ones.
+
+    ``known`` adds stages made for this run (``--embed-model``, ``--run-file``).
+    """
+    known = STAGES if known is None else known
+    chosen = list(dict.fromkeys(names))
+    unknown = [n for n in chosen if n not in known]
     if unknown:
-        raise UsageError(f"unknown stage(s) {', '.join(unknown)}; valid stages: {describe()}")
-    if BASELINE in chosen:
-        chosen.remove(BASELINE)
-    return [STAGES[BASELINE]] + [STAGES[n] for n in chosen]
+        valid = "; ".join(f"{s.name}: {s.describe('its units')}" for s in known.values())
+        raise UsageError(f"unknown stage(s) {', '.join(unknown)}; valid stages: {valid}")
+    return [known[BASELINE], *(known[n] for n in chosen if n != BASELINE)]
+
+
+def embed_model_stages(spec: str) -> list[Stage]:
+    """``--embed-model [PROVIDER:]MODEL``: its dense and hybrid stages, named after the model.
+
+    A bare model name is an Ollama model (the seeds' ``--embed-model nomic-embed-text``).
+    """
+    if not spec.strip() or spec.endswith(":"):
+        raise UsageError(f"--embed-model takes [PROVIDER:]MODEL (e.g. ollama:nomic-embed-text), "
+                         f"got {spec!r}")
+    if ":" not in spec:
+        spec = f"ollama:{spec}"
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", spec.partition(":")[2]).strip("-").lower()
+    return dense_stages(spec, golden=True, suffix=f"-{slug}")
+
+
+def run_file_stage(spec: str) -> Stage:
+    """A stage from ``NAME=PATH`` (the ``--run-file`` option)."""
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise UsageError(f"--run-file takes NAME=PATH, got {spec!r}")
+    if name in STAGES:
+        raise UsageError(f"run-file stage name {name!r} is taken by a built-in stage")
+    return Stage(name=name, engine="run-file", run_file=path,
+                 description=f"external TREC run {path}")

@@ -1,13 +1,17 @@
-"""TREC run and qrels files: the lingua franca for comparing engines.
+"""TREC run and qrels files, and trec_eval's order: the lingua franca for comparing engines.
 
 A run line is ``query_id Q0 doc_id rank score tag``; a qrels line is
 ``query_id 0 doc_id relevance``. Reading is strict: a malformed line is an
-error naming the file and line, never skipped.
+error naming the file and line, never skipped. Scores are written at full
+precision (each float's shortest exact decimal), so a run read back ranks
+exactly as the stage that wrote it; :func:`trec_order` is the one definition of
+how trec_eval orders a run (score descending, exact ties by doc id descending).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -21,22 +25,34 @@ class TrecFormatError(GroundkitError, ValueError):
     """A TREC run or qrels file that does not parse."""
 
 
+_SPACE = re.compile(r"\s").search
+
+
 def _check_token(value: str, what: str) -> str:
-    if not value or any(ch.isspace() for ch in value):
+    if not value or _SPACE(value):
         raise TrecFormatError(f"{what} {value!r} is empty or contains whitespace")
     return value
 
 
+def trec_order(ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``(doc_id, score)`` pairs in trec_eval's order: score descending, ties doc id descending."""
+    by_id = sorted(ranked, key=lambda item: item[0], reverse=True)
+    return sorted(by_id, key=lambda item: -item[1])  # stable: ties keep doc id descending
+
+
 def write_run(path: str | Path, ranked: Mapping[str, Sequence[tuple[str, float]]],
               tag: str) -> Path:
-    """Write ``query_id -> [(doc_id, score), ...]`` (best first) as a TREC run file."""
-    _check_token(tag, "run tag")
-    lines = []
-    for query_id in sorted(ranked):
-        for rank, (doc_id, score) in enumerate(ranked[query_id], start=1):
-            _check_token(query_id, "query id")
-            _check_token(doc_id, "doc id")
-            lines.append(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {tag}\n")
+    """Write ``query_id -> [(doc_id, score), ...]`` (best first) with exact scores."""
+    checked: set[str] = set()
+
+    def token(value: str, what: str) -> str:
+        if value not in checked:
+            checked.add(_check_token(value, what))
+        return value
+
+    token(tag, "run tag")
+    lines = [f"{token(q, 'query id')} Q0 {token(d, 'doc id')} {rank} {float(score)!r} {tag}\n"
+             for q in sorted(ranked) for rank, (d, score) in enumerate(ranked[q], start=1)]
     return _write_lines(path, lines)
 
 
@@ -60,15 +76,8 @@ def read_run(path: str | Path) -> Run:
 
 
 def ranking(run: Mapping[str, Mapping[str, float]]) -> dict[str, list[tuple[str, float]]]:
-    """Order each query's results as trec_eval does: score descending, then doc id descending."""
-    return {
-        q: sorted(docs.items(), key=lambda item: (-item[1], _reverse(item[0])))
-        for q, docs in run.items()
-    }
-
-
-def _reverse(doc_id: str) -> tuple[int, ...]:
-    return (*(-ord(ch) for ch in doc_id), 1)
+    """Each query's results in trec_eval's order (:func:`trec_order`)."""
+    return {q: trec_order(list(docs.items())) for q, docs in run.items()}
 
 
 def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:

@@ -155,6 +155,23 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Sto
     return [by_id[int(r)] for r in rowids]
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    """Where a generation's document lives, and the content hash it was indexed with."""
+
+    doc_id: str
+    root: str
+    relpath: str
+    sha256: str
+
+
+def generation_documents(conn: sqlite3.Connection, generation: int) -> list[DocumentRow]:
+    """The documents of ``generation``, by doc id."""
+    rows = conn.execute("SELECT doc_id, root, relpath, sha256 FROM documents "
+                        "WHERE generation = ? ORDER BY doc_id", (generation,))
+    return [DocumentRow(*row) for row in rows]
+
+
 def generation_size(conn: sqlite3.Connection, generation: int) -> int:
     """How many chunks make up ``generation``."""
     row = conn.execute(

@@ -16,13 +16,13 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from golden_fixture import tiny_golden
 
-    from evals import report, runner
+    from evals import report
+    from evals.golden.suite import evaluate_golden
 
     out = tmp_path_factory.mktemp("report")
     golden = tiny_golden(out / "golden" / "v1")
-    runner.evaluate(golden, out, stage_names=["bm25", "bm25-nostem", "bm25-chunk500"],
-                    coverage=False, settings=report.Settings(resamples=200, permutations=200),
-                    log=lambda line: None)
+    evaluate_golden(golden, out, stage_names=["bm25", "bm25-nostem", "bm25-chunk500"],
+                    settings=report.Settings(resamples=200, permutations=200))
     return out / "latest.json"
 
 

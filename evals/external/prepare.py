@@ -4,8 +4,8 @@
 fingerprint and join), imports it as a groundkit collection with one chunk per
 document, opens it, and exposes the *units* every stage ranks: the
 collection's own chunks (``documents``) or groundkit's default passages of the
-same texts (``passages``, cut with :func:`groundkit.text.chunking.spans`, the
-function the indexer uses).
+same texts cut by a stage's chunking (with :func:`groundkit.text.chunking.spans`,
+the function the indexer uses).
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evals.engines import analyzed
 from groundkit.collection import Collection
 from groundkit.errors import IntegrityError
 from groundkit.retrieval.bm25 import BM25Index, BM25Params
 from groundkit.text.analysis import Analyzer
-from groundkit.text.chunking import spans
+from groundkit.text.chunking import ChunkerConfig, spans
 
-from . import stopwords
 from .dataset import Dataset, join_text
-from .engines import analyzed
 from .materialise import Materialised, import_collection, materialise
-from .stages import UNITS
 
 Log = Callable[[str], None]
 
@@ -57,18 +55,19 @@ class Prepared:
     index_analyzer: Analyzer
     index_bm25: BM25Params
     data: Any = None
-    _units: dict[str, Units] = field(default_factory=dict)
-    _terms: dict[tuple[str, str, str | None], list[list[str]]] = field(default_factory=dict)
+    _units: dict[ChunkerConfig | None, Units] = field(default_factory=dict)
+    _terms: dict[tuple[ChunkerConfig | None, str], list[list[str]]] = field(default_factory=dict)
 
     @property
     def index_of(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}
 
-    def units(self, kind: str) -> Units:
-        if kind not in self._units:
-            self._units[kind] = (self._collection_units() if kind == "documents"
-                                 else self._chunked_units(kind))
-        return self._units[kind]
+    def units(self, chunking: ChunkerConfig | None) -> Units:
+        """The collection's own chunks (``None``: one per document), or ``chunking``'s."""
+        if chunking not in self._units:
+            self._units[chunking] = (self._collection_units() if chunking is None
+                                     else self._chunked_units(chunking))
+        return self._units[chunking]
 
     def _collection_units(self) -> Units:
         by_path = {p: i for i, p in enumerate(self.paths)}
@@ -81,8 +80,7 @@ class Prepared:
                                         len(chunks)),
                      spans=[(c.start, c.end) for c in chunks])
 
-    def _chunked_units(self, kind: str) -> Units:
-        config = UNITS[kind]
+    def _chunked_units(self, config: ChunkerConfig) -> Units:
         texts, owners, cuts = [], [], []
         for i, text in enumerate(self.texts):
             for start, end in spans(text, config):
@@ -91,23 +89,17 @@ class Prepared:
                 cuts.append((start, end))
         return Units(texts=texts, doc_of=np.asarray(owners, dtype=np.int64), spans=cuts)
 
-    def keep(self, extra_stopwords: str | None) -> Callable[[str], bool] | None:
-        if extra_stopwords is None:
-            return None
-        stop = stopwords.load(extra_stopwords, self.data)
-        return lambda token: token not in stop
-
-    def unit_terms(self, kind: str, analyzer: Analyzer, extra: str | None) -> list[list[str]]:
-        """Every unit's index terms (cached per units, analyzer and extra stopwords)."""
-        key = (kind, analyzer.identity, extra)
+    def unit_terms(self, chunking: ChunkerConfig | None, analyzer: Analyzer) -> list[list[str]]:
+        """Every unit's index terms (cached per units and analyzer)."""
+        key = (chunking, analyzer.identity)
         if key not in self._terms:
-            self._terms[key] = analyzed(analyzer, self.units(kind).texts, self.keep(extra))
+            self._terms[key] = analyzed(analyzer, self.units(chunking).texts)
         return self._terms[key]
 
-    def index_for(self, kind: str, analyzer: Analyzer, params: BM25Params,
-                  extra: str | None) -> BM25Index:
+    def index_for(self, chunking: ChunkerConfig | None, analyzer: Analyzer,
+                  params: BM25Params) -> BM25Index:
         """The collection's own BM25 index when it fits, else one built like it in memory."""
-        if (kind, analyzer, extra) == ("documents", self.index_analyzer, None):
+        if chunking is None and analyzer == self.index_analyzer:
             own = self.collection.snapshot.bm25()
             if params == self.index_bm25:
                 return own
@@ -116,9 +108,7 @@ class Prepared:
                 docs=own.docs, tfs=own.tfs, doc_lengths=own.doc_lengths.astype(np.int64),
                 analyzer=analyzer,
                 params=params)
-        if extra is None:
-            return BM25Index.build_from_texts(self.units(kind).texts, analyzer, params)
-        return BM25Index.build(self.unit_terms(kind, analyzer, extra), analyzer, params)
+        return BM25Index.build_from_texts(self.units(chunking).texts, analyzer, params)
 
 
 def cache_dir(base: Path, dataset: Dataset, join: str) -> Path:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evals.stages import EXTERNAL_COMMON
 from groundkit.errors import IntegrityError, UsageError
 
 from . import irds
@@ -23,7 +24,6 @@ from .beir import read_beir
 from .checksums import MANIFEST, data_dir, verified
 from .classic import read_classic
 from .dataset import Dataset
-from .stages import COMMON
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class DatasetSpec:
     description: str
     load: Callable[[Sources], Dataset]
     join: str = "flat"
-    stages: tuple[str, ...] = COMMON
+    stages: tuple[str, ...] = EXTERNAL_COMMON
     references: tuple[Reference, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
     gated: bool = False
@@ -125,7 +125,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec(
         name="vaswani", description="Vaswani (NPL) through ir_datasets 'vaswani' (11,429 docs)",
         load=_irds("vaswani", "vaswani"), join="text", gated=True,
-        stages=(*COMMON, "bm25-robertson", "bm25-glasgow", "bm25-terrier"),
+        stages=(*EXTERNAL_COMMON, "bm25-robertson", "bm25-glasgow", "bm25-terrier"),
         references=_vaswani_refs(),
         counts={"docs": 11429, "queries": 93, "judged_queries": 93, "qrels": 2083}),
     DatasetSpec(

@@ -34,6 +34,17 @@ SOURCES: dict[str, str] = {
 TERRIER_FILE = "terrier/stopword-list.txt"
 
 
+def register(name: str, data: str | os.PathLike[str] | None = None) -> str:
+    """Load list ``name`` and register it with groundkit's analyzer; returns the name.
+
+    An analyzer naming it (``Analyzer(stopwords=name)``) then drops its words
+    from documents and queries alike, and records the list in its identity.
+    """
+    if name not in analysis.STOPWORD_LISTS:
+        analysis.register_stopwords(name, load(name, data), SOURCES[name])
+    return name
+
+
 def load(name: str, data: str | os.PathLike[str] | None = None) -> frozenset[str]:
     """The stopword list ``name`` (see :data:`SOURCES`); an error says how to provide it."""
     if name == "terrier":

@@ -100,7 +100,7 @@ RULES_V2 = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=True, probes=True,
                  minimums=Minimums(questions=600, per_trait=15, no_answer=120, near_miss=60,
                                    traits={"paraphrase": 100, "exact_identifier": 60}))
 USER_RULES = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=False, probes=False,
-                   paraphrase_checked=True, split=False,
+                   paraphrase_checked=False, split=False,
                    minimums=Minimums(no_answer=30, every_document_cited=False))
 """A person's own questions: every v2 field is optional, minimums are only warnings."""
 

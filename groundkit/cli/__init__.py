@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["eval"]:  # the harness's own parser takes every option (grk eval --help)
+        try:
+            return commands.run_eval(argv[1:])
+        except GroundkitError as exc:
+            print(f"grk eval: error: {exc}", file=sys.stderr)
+            return exc.exit_code
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:

@@ -232,29 +232,23 @@ def _mode_options(args: argparse.Namespace) -> dict[str, Any]:
     return {o.name: flags[o.name] for o in MODES[args.mode].options if o.name in flags}
 
 
-@command("eval", "Run the evaluation harness on a golden corpus (needs the evals extra).")
+@command("eval", "Evaluate retrieval: the golden corpus, an external benchmark, or your own "
+         "collection with your own questions (python -m evals run; needs the evals extra).")
 def _eval(p: argparse.ArgumentParser) -> Handler:
-    p.add_argument("--golden", metavar="DIR", help="golden version folder (default golden/v1)")
-    p.add_argument("--out", metavar="DIR", help="where latest.json and runs/ go "
-                   "(default evals/results)")
-    p.add_argument("--html", metavar="FILE", help="also write the HTML report")
-    p.add_argument("--stages", nargs="+", metavar="STAGE", help="stages to run (default: all "
-                   "default stages; see python -m evals run --help)")
-    p.add_argument("--expected", metavar="FILE", help="expected-values file to gate on")
+    """``grk eval ARGS`` is ``python -m evals run ARGS`` (see :func:`run_eval`)."""
 
     def run(args: argparse.Namespace) -> int:
-        try:
-            from evals.__main__ import main as evals_main
-        except ImportError as exc:
-            from ..errors import MissingDependencyError
-
-            raise MissingDependencyError(exc.name or "evals", "evals", "grk eval") from None
-        argv = ["run"]
-        for flag in ("golden", "out", "html", "expected"):
-            if getattr(args, flag):
-                argv += [f"--{flag}", getattr(args, flag)]
-        if args.stages:
-            argv += ["--stages", *args.stages]
-        return evals_main(argv)
+        return run_eval([])
 
     return run
+
+
+def run_eval(argv: list[str]) -> int:
+    """Hand ``argv`` to the harness's ``run`` (imported only now: ``grk search`` never loads it)."""
+    try:
+        from evals.__main__ import main as evals_main
+    except ImportError as exc:
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError(exc.name or "evals", "evals", "grk eval") from None
+    return evals_main(argv, face="grk eval")

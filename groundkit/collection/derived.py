@@ -84,10 +84,9 @@ def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
         embedding = settings.get("embedding")
         if not embedding:
             return
-        from ..embeddings import make_provider
         from ..retrieval.vectors import VectorStore
 
-        provider = make_provider(embedding["spec"], **embedding.get("options", {}))
+        provider = document_provider(embedding)
         chunks = list(store.iter_generation_chunks(conn, generation))
         previous = _previous_vectors(conn, gen_dir, settings, provider.identity)
         embed_progress = None
@@ -176,13 +175,25 @@ def load_vectors(directory: Path, settings: Mapping[str, Any], generation: int,
     return vectors
 
 
+def document_provider(embedding: Mapping[str, Any]) -> EmbeddingProvider:
+    """The provider a recorded embedding names, behind its cache when one is set."""
+    return _provider(embedding, dict(embedding.get("options", {})))
+
+
 def query_provider(embedding: Mapping[str, Any]) -> EmbeddingProvider:
     """The query-side provider for a recorded embedding (one torch thread for local models)."""
-    from ..embeddings import make_provider
-
     options = dict(embedding.get("options", {}))
     if str(embedding["spec"]).startswith("local"):
         # One torch thread on the query path: measured faster on 2 cores under load,
         # and no BLAS/torch pool contention (bench/bench_dense.py --query-threads).
         options.setdefault("threads", 1)
-    return make_provider(embedding["spec"], **options)
+    return _provider(embedding, options)
+
+
+def _provider(embedding: Mapping[str, Any], options: dict[str, Any]) -> EmbeddingProvider:
+    from ..embeddings import make_provider
+    from ..embeddings.cache import CachedProvider
+
+    provider = make_provider(embedding["spec"], **options)
+    cache = embedding.get("cache")
+    return CachedProvider(provider, cache) if cache else provider

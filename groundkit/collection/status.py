@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import store
 from ..sources import Candidate, discover
 from ..verify import Unreadable, read_inside
 from .indexer import root_labels
@@ -88,16 +89,13 @@ def collection_status(snap: Snapshot, *, changes: bool = True) -> CollectionStat
 
 def _changes(snap: Snapshot, documents: dict[str, str],
              skipped: tuple[SkippedFile, ...]) -> Changes:
-    rows = snap.conn.execute(
-        "SELECT doc_id, root, relpath FROM documents WHERE generation = ?", (snap.generation,)
-    ).fetchall()
     modified, missing = [], []
-    for doc_id, root, relpath in rows:
-        data = read_inside(root, relpath, snap.max_bytes)
+    for row in store.generation_documents(snap.conn, snap.generation):
+        data = read_inside(row.root, row.relpath, snap.max_bytes)
         if isinstance(data, Unreadable):
-            missing.append(doc_id)
-        elif hashlib.sha256(data).hexdigest() != documents[doc_id]:
-            modified.append(doc_id)
+            missing.append(row.doc_id)
+        elif hashlib.sha256(data).hexdigest() != row.sha256:
+            modified.append(row.doc_id)
     return Changes(modified=tuple(sorted(modified)), missing=tuple(sorted(missing)),
                    added=tuple(sorted(_added(snap, set(documents) | {s.path for s in skipped}))))
 

@@ -45,6 +45,19 @@ STOPWORD_LISTS: dict[str, tuple[frozenset[str], str]] = {
     "lucene": (LUCENE_STOPWORDS, "Lucene EnglishAnalyzer default set (33 words)"),
     "none": (frozenset(), "keep every token"),
 }
+
+
+def register_stopwords(name: str, words: frozenset[str], description: str) -> None:
+    """Add a stopword list to :data:`STOPWORD_LISTS` (an analyzer may then name it).
+
+    Lists whose words cannot ship with groundkit (Terrier's, say) are registered at
+    run time by whoever loads them; registering a name again with other words is
+    an error, so an analyzer's identity always means one list.
+    """
+    known = STOPWORD_LISTS.get(name)
+    if known is not None and known[0] != words:
+        raise UsageError(f"stopword list {name!r} is already registered with other words")
+    STOPWORD_LISTS[name] = (frozenset(words), description)
 CJK_MODES: dict[str, str] = {
     "bigram": "overlapping character bigrams, unigram when isolated (Lucene CJKBigramFilter)",
     "unigram": "one token per character",

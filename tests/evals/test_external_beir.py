@@ -19,9 +19,10 @@ from evals.external.materialise import (
     safe_name,
 )
 from evals.external.prepare import prepare
-from evals.external.runner import rank_stage
-from evals.external.stages import STAGES
+from evals.external.registry import DatasetSpec
+from evals.external.suite import ExternalSuite
 from evals.external.synthetic import make_dataset
+from evals.stages import STAGES
 from groundkit.collection import Collection
 from groundkit.errors import IntegrityError
 
@@ -128,8 +129,11 @@ def test_an_edited_document_file_is_refused_on_export(tmp_path: Path) -> None:
 
 def _bm25_run(dataset: Dataset, cache: Path) -> dict[str, list[tuple[str, float]]]:
     with prepare(dataset, join="flat", cache=cache) as prep:
-        hits = rank_stage(STAGES["bm25"], prep, sorted(dataset.qrels))
-        return {q: [(prep.doc_ids[d], s) for d, s, _ in h] for q, h in hits.items()}
+        spec = DatasetSpec(name=dataset.name, description="", load=lambda _: dataset)
+        suite = ExternalSuite(spec, prep, cache)
+        run = suite.open(STAGES["bm25"], lambda _: None)
+        return {q.query_id: [(h.chunk_id, h.score) for h in run.rank(q, 1000, 0)]
+                for q in suite.questions}
 
 
 def test_export_then_reimport_gives_identical_judgments_and_runs(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The dense and hybrid engines of the external runner (the local model, real vectors)."""
+"""External dense and hybrid stages rank through groundkit's own retrievers (a real model)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from evals.external import engines
+from evals.external.units import MemoryUnits
+from groundkit.retrieval.bm25 import BM25Index
+from groundkit.retrieval.modes import make_retriever
+from groundkit.text.analysis import Analyzer
 
 pytest.importorskip("sentence_transformers")
 
@@ -15,21 +18,28 @@ UNITS = ["Every automobile in the fleet is serviced each spring.",
          "The on-call engineer restarts the ingest worker."]
 
 
-def test_the_dense_engine_ranks_a_paraphrase_first_and_caches_its_vectors(
-    tmp_path: Path,
-) -> None:
-    rank = engines.dense_ranker(UNITS, "local:all-MiniLM-L6-v2", 2, tmp_path)
-    [(first, _), _] = rank("car maintenance")
-    assert first == 0
-    [cached] = tmp_path.glob("vectors-*.npy")
-    again = engines.dense_ranker(UNITS, "local:all-MiniLM-L6-v2", 2, tmp_path)
-    assert again("car maintenance") == rank("car maintenance")
-    assert list(tmp_path.glob("vectors-*.npy")) == [cached]
+def units(cache: Path) -> MemoryUnits:
+    return MemoryUnits("t", UNITS, lambda: BM25Index.build_from_texts(UNITS, Analyzer()),
+                       embedding="local:all-MiniLM-L6-v2", cache=cache)
 
 
-def test_the_hybrid_engine_fuses_ranks_only() -> None:
-    lexical = lambda q: [(1, 9.0), (2, 3.0)]  # noqa: E731
-    dense = lambda q: [(2, 0.8), (0, 0.5)]  # noqa: E731
-    fused = engines.hybrid_ranker(lexical, dense, 60, 3)("q")
-    assert [p for p, _ in fused] == [2, 1, 0]
-    assert fused[0][1] == pytest.approx(1 / (60 + 2) + 1 / (60 + 1))
+def test_the_dense_mode_ranks_a_paraphrase_first_and_caches_its_vectors(tmp_path: Path) -> None:
+    first = units(tmp_path)
+    ranked = make_retriever(first, "dense", {}).search("car maintenance", 2)
+    assert ranked[0].position == 0
+    [store] = tmp_path.glob("vectors-*")
+    again = units(tmp_path)
+    assert make_retriever(again, "dense", {}).search("car maintenance", 2) == ranked
+    assert list(tmp_path.glob("vectors-*")) == [store]
+    assert (tmp_path / "embeddings").is_dir()
+    first.close()
+    again.close()
+
+
+def test_the_hybrid_mode_fuses_the_bm25_and_dense_unit_ranks(tmp_path: Path) -> None:
+    memory = units(tmp_path)
+    fused = make_retriever(memory, "hybrid", {"rrf_k": 60}).search("deployment logs", 3)
+    assert fused[0].position == 1
+    contributions = {c.retriever: c.rank for c in fused[0].explanation}
+    assert fused[0].score == pytest.approx(sum(1 / (60 + r) for r in contributions.values()))
+    memory.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from evals.__main__ import main
 from evals.golden import (
     LONG_DOCUMENT_CHARS,
     Golden,
@@ -18,7 +19,6 @@ from evals.golden import (
     load_golden,
     write_manifest,
 )
-from evals.golden.__main__ import main
 from groundkit.errors import IntegrityError
 from groundkit.sources import decode_bytes
 
@@ -317,5 +317,5 @@ def test_the_manifest_command_refuses_a_released_version(
     copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (copy / "docs" / "runbooks" / "deploy.md").write_bytes(b"# changed\n")
-    assert main(["manifest", str(copy)]) == IntegrityError.exit_code
+    assert main(["lint", str(copy), "--write-manifest"]) == IntegrityError.exit_code
     assert "never edited in place" in capsys.readouterr().err

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from evals import report as rp
-from evals.html import highlight, main, render, write_html
+from evals.__main__ import main
+from evals.report.html import highlight, render, write_html
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "reports" / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -183,11 +184,11 @@ def test_the_command_renders_a_saved_report_and_rejects_an_invalid_one(tmp_path,
     broken = tmp_path / "broken.json"
     broken.write_text("{}", encoding="utf-8")
 
-    assert main([str(saved), str(tmp_path / "r.html")]) == 0
+    assert main(["export", "--report", str(saved), "--html", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    assert main([str(broken), str(tmp_path / "x.html")]) == 1
+    assert main(["export", "--report", str(broken), "--html", str(tmp_path / "x.html")]) == 1
     assert "schema" in capsys.readouterr().err
-    assert main([]) == 2
+    assert main(["export", "--report", str(saved)]) == 2
 
 
 # --- a real headless browser --------------------------------------------------

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ir_measures import RR, R, Success, nDCG
 
-from evals.metrics import (
+from evals.score.metrics import (
     DEFAULT_MEASURES,
     MeasureError,
     abstention,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from evals import report as rp
-from evals.compare import compare_runs
-from evals.compare import main as compare_main
-from evals.metrics import DEFAULT_MEASURES
+from evals.__main__ import main
+from evals.report.compare import compare_runs
+from evals.score.metrics import DEFAULT_MEASURES
 
 DOC = "notes/<policy>.md"
 TEXT = "Deployment logs are kept for 30 days & then <deleted>. Backups: 7 years."
@@ -369,15 +369,15 @@ def test_compare_runs_rejects_an_unknown_stage_and_an_invalid_report(tmp_path):
 def test_compare_command_prints_a_table_or_json_and_maps_errors_to_exit_codes(tmp_path, capsys):
     a, b = save_two_runs(tmp_path)
 
-    assert compare_main([str(a), str(b), "--resamples", "200", "--permutations", "200"]) == 0
+    assert main(["compare", str(a), str(b), "--resamples", "200", "--permutations", "200"]) == 0
     table = capsys.readouterr().out
     assert "bm25 -> bm25" in table and "Success@1" in table and "1/1/0" in table
 
-    assert compare_main([str(a), str(b), "--json", "--measure", "nDCG@10"]) == 0
+    assert main(["compare", str(a), str(b), "--json", "--measure", "nDCG@10"]) == 0
     assert len(json.loads(capsys.readouterr().out)["comparisons"]) == 2
 
-    assert compare_main([str(a), str(tmp_path / "missing.json")]) == 1
+    assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 1
     assert "cannot read report" in capsys.readouterr().err
     with pytest.raises(SystemExit) as excinfo:
-        compare_main([str(a), str(b), "--pair", "no-colon"])
+        main(["compare", str(a), str(b), "--pair", "no-colon"])
     assert excinfo.value.code == 2

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from evals.stats import (
+from evals.score.stats import (
     Comparison,
     StatisticsError,
     apply_holm,

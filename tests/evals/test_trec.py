@@ -4,14 +4,34 @@ from pathlib import Path
 
 import pytest
 
-from evals.trec import TrecFormatError, ranking, read_qrels, read_run, write_qrels, write_run
+from evals.trec import (
+    TrecFormatError,
+    ranking,
+    read_qrels,
+    read_run,
+    trec_order,
+    write_qrels,
+    write_run,
+)
 
 
 def test_a_run_round_trips_through_a_trec_file(tmp_path: Path) -> None:
     ranked = {"q2": [("d9", 3.5), ("d1", 1.25)], "q1": [("d3", 0.5)]}
     path = write_run(tmp_path / "run.trec", ranked, tag="gk")
-    assert path.read_text().splitlines()[0] == "q1 Q0 d3 1 0.500000 gk"
+    assert path.read_text().splitlines()[0] == "q1 Q0 d3 1 0.5 gk"
     assert read_run(path) == {"q1": {"d3": 0.5}, "q2": {"d9": 3.5, "d1": 1.25}}
+
+
+def test_scores_are_written_exactly_so_close_scores_stay_apart(tmp_path: Path) -> None:
+    close = {"q": [("a", 1.2345678912), ("b", 1.2345678911)]}
+    run = read_run(write_run(tmp_path / "run.trec", close, tag="gk"))
+    assert run["q"] == {"a": 1.2345678912, "b": 1.2345678911}
+    assert [d for d, _ in ranking(run)["q"]] == ["a", "b"]
+
+
+def test_trec_order_is_score_descending_then_doc_id_descending() -> None:
+    assert trec_order([("a", 1.0), ("c", 2.0), ("b", 1.0)]) == [("c", 2.0), ("b", 1.0),
+                                                                ("a", 1.0)]
 
 
 def test_qrels_round_trip(tmp_path: Path) -> None:

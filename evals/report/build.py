@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonschema
 
-from evals import metrics, stats
+from evals.score import metrics, stats
 from groundkit.errors import GroundkitError
 from groundkit.model import OFFSET_UNIT
 
@@ -81,6 +81,13 @@ class HitRecord:
     score: float
     text: str
     verdict: str | None = None
+
+    @classmethod
+    def from_hit(cls, hit: Mapping[str, Any], verdict: str | None = None) -> HitRecord:
+        """The record of a hit in its one serialised form (:meth:`groundkit.model.Hit.to_dict`)."""
+        return cls(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id=hit["path"],
+                   start=hit["start"], end=hit["end"], score=hit["score"], text=hit["text"],
+                   verdict=verdict)
 
     def __post_init__(self) -> None:
         if self.rank < 1 or not 0 <= self.start <= self.end:

@@ -39,6 +39,7 @@ import ir_measures
 import numpy as np
 import numpy.typing as npt
 
+from evals.trec import trec_order
 from groundkit.errors import GroundkitError
 
 Qrels = Mapping[str, Mapping[str, int]]
@@ -177,8 +178,8 @@ def _check_qrels(qrels: Qrels, judged: Sequence[str]) -> None:
 
 
 def _trec_order(results: Mapping[str, float]) -> list[str]:
-    """doc ids by score descending, ties by doc_id descending (trec_eval)."""
-    return [d for _, d in sorted(((float(s), d) for d, s in results.items()), reverse=True)]
+    """doc ids in trec_eval's order (:func:`evals.trec.trec_order`)."""
+    return [d for d, _ in trec_order([(d, float(s)) for d, s in results.items()])]
 
 
 # --- the vectorised kernel ---------------------------------------------------

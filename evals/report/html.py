@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import sys
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
-
-from evals.report import ReportError, load_json
 
 Report = Mapping[str, Any]
 
@@ -432,21 +429,3 @@ def highlight(hit: Mapping[str, Any], gold: Sequence[Mapping[str, Any]]) -> str:
         cursor = end
     out.append(_e(text[cursor:]))
     return "".join(out)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evals.html REPORT.json OUT.html``: render a saved report."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print("usage: python -m evals.html REPORT.json OUT.html", file=sys.stderr)
-        return 2
-    try:
-        write_html(load_json(args[0]), args[1])
-    except ReportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

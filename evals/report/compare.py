@@ -1,4 +1,4 @@
-"""Compare any two saved reports: ``python -m evals.compare A.json B.json``.
+"""Compare any two saved reports: ``python -m evals compare A.json B.json``.
 
 Each stage of report B is compared with a stage of report A (by default the
 stage of the same name) on every measure both reports carry, paired by query id
@@ -14,17 +14,13 @@ invalid report).
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evals import stats
 from evals.report import ReportError, canonical, load_json
-from groundkit.errors import GroundkitError
+from evals.score import stats
 
 
 def compare_runs(
@@ -180,62 +176,3 @@ def _label(side: dict[str, Any]) -> str:
         f"{side['path']} (golden {golden['version']} {golden['manifest_sha256'][:12]}, "
         f"groundkit {kit['version']} {commit}, {side['created_at']})"
     )
-
-
-def _parse_pair(text: str) -> tuple[str, str]:
-    stage_a, sep, stage_b = text.partition(":")
-    if not sep or not stage_a or not stage_b:
-        raise argparse.ArgumentTypeError(f"expected A_STAGE:B_STAGE, got {text!r}")
-    return stage_a, stage_b
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``python -m evals.compare`` command; returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m evals.compare",
-        description="Compare report B against report A, paired by question id.",
-    )
-    parser.add_argument("a", help="the reference report (JSON)")
-    parser.add_argument("b", help="the report compared with it (JSON)")
-    parser.add_argument(
-        "--pair",
-        action="append",
-        type=_parse_pair,
-        metavar="A_STAGE:B_STAGE",
-        help="stages to compare (repeatable); default: same-named stages",
-    )
-    parser.add_argument(
-        "--measure",
-        action="append",
-        metavar="MEASURE",
-        help="measure to compare (repeatable); default: all in both",
-    )
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
-    parser.add_argument("--permutations", type=int, default=10_000, help="randomisation draws")
-    parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence")
-    parser.add_argument("--seed", type=int, default=0, help="random seed")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    args = parser.parse_args(argv)
-    try:
-        outcome = compare_runs(
-            args.a,
-            args.b,
-            pairs=args.pair,
-            measures=args.measure,
-            resamples=args.resamples,
-            permutations=args.permutations,
-            confidence=args.confidence,
-            seed=args.seed,
-        )
-    except GroundkitError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    if args.json:
-        sys.stdout.write(json.dumps(outcome, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(format_table(outcome))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from golden_fixture import tiny_golden
 
-from evals import gates, report, runner
+from evals import report
+from evals.golden.suite import evaluate_golden
+from evals.harness import summary_table
+from evals.score import gates
 from groundkit.errors import IntegrityError, UsageError
 
 
@@ -18,10 +21,8 @@ def golden(tmp_path: Path) -> Path:
 
 
 def run(golden: Path, out: Path, stages: list[str] | None = None) -> dict[str, object]:
-    return runner.evaluate(golden, out, stage_names=stages or ["bm25", "bm25-nostem"],
-                           coverage=False, settings=report.Settings(resamples=500,
-                                                                    permutations=500),
-                           log=lambda line: None)
+    return evaluate_golden(golden, out, stage_names=stages or ["bm25", "bm25-nostem"],
+                           settings=report.Settings(resamples=500, permutations=500))
 
 
 def test_the_flash_tier_reproduces_its_pinned_metrics(golden: Path, tmp_path: Path) -> None:
@@ -87,7 +88,7 @@ def test_gates_pass_on_their_own_values_and_fail_loudly_outside_the_band(
 
 
 def test_the_summary_table_shows_deltas_with_intervals(golden: Path, tmp_path: Path) -> None:
-    table = runner.summary_table(run(golden, tmp_path / "out"), ["nDCG@10"])
+    table = summary_table(run(golden, tmp_path / "out"), ["nDCG@10"])
     lines = table.splitlines()
     assert lines[0].split() == ["stage", "nDCG@10", "abstained"]
     assert lines[3].startswith("bm25-nostem") and "[" in lines[3]

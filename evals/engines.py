@@ -1,0 +1,137 @@
+"""Independent reference engines, behind groundkit's ``Retriever`` protocol.
+
+bm25s (Lù 2024) and rank-bm25 (Brown 2020) are given groundkit's own analyzer
+terms for every unit and query, so a comparison isolates scoring from text
+analysis; units that match no query term are never returned (groundkit
+abstains the same way). :func:`stage_retriever` gives any stage its retriever:
+groundkit's own (:func:`groundkit.retrieval.modes.make_retriever`) or one of
+these, over the same units.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evals.stages import Stage
+from groundkit.errors import MissingDependencyError, UsageError
+from groundkit.model import Contribution
+from groundkit.retrieval.base import Resources, Retriever, Scored
+from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.modes import make_retriever
+from groundkit.text.analysis import Analyzer
+
+Ranked = list[tuple[int, float]]
+"""(unit position, score), best first."""
+
+
+def _require(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(module, "dev", f"the {module} reference stage") from exc
+
+
+class BM25sRetriever:
+    """bm25s over pre-analysed units (method ``lucene`` unless ``params.method`` says)."""
+
+    name = "bm25s"
+
+    def __init__(self, unit_terms: Sequence[list[str]], analyzer: Analyzer,
+                 params: BM25Params) -> None:
+        bm25s = _require("bm25s")
+        method = "lucene" if params.method == "lucene" else params.method.replace("+", "plus")
+        self._model = bm25s.BM25(method=method, k1=params.k1, b=params.b, delta=params.delta)
+        self._model.index(list(unit_terms), show_progress=False)
+        self._units = len(unit_terms)
+        self._analyzer = analyzer
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        _no_threshold(self.name, score_threshold)
+        terms = self._analyzer.analyze(query)
+        if not terms:
+            return []
+        docs, scores = self._model.retrieve([terms], k=min(top_k, self._units),
+                                            show_progress=False, n_threads=1)
+        return _scored(self.name, [(int(d), float(s)) for d, s in
+                                   zip(docs[0], scores[0], strict=True) if s > 0])
+
+
+class RankBM25Retriever:
+    """rank-bm25's ``BM25Okapi`` (Robertson idf, negative idf floored at 0.25 x mean idf).
+
+    Only units holding a query term are scored (``get_batch_scores``); the others
+    score 0 in ``get_scores`` too, so the ranking is the same, about twice as fast.
+    """
+
+    name = "rank-bm25"
+
+    def __init__(self, unit_terms: Sequence[list[str]], analyzer: Analyzer,
+                 params: BM25Params) -> None:
+        module = _require("rank_bm25")
+        # rank-bm25 divides by zero on empty units; a placeholder term matches no query
+        self._model = module.BM25Okapi([t or ["\x00"] for t in unit_terms], k1=params.k1,
+                                       b=params.b)
+        self._postings: dict[str, list[int]] = {}
+        for unit, terms in enumerate(unit_terms):
+            for term in set(terms):
+                self._postings.setdefault(term, []).append(unit)
+        self._units = len(unit_terms)
+        self._analyzer = analyzer
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        _no_threshold(self.name, score_threshold)
+        terms = self._analyzer.analyze(query)
+        candidates = sorted({u for t in terms for u in self._postings.get(t, ())})
+        if not candidates:
+            return []
+        scores = np.zeros(self._units)
+        scores[candidates] = self._model.get_batch_scores(terms, candidates)
+        return _scored(self.name, top_positive(scores, top_k))
+
+
+REFERENCES: dict[str, Callable[[Sequence[list[str]], Analyzer, BM25Params], Retriever]] = {
+    "bm25s": BM25sRetriever,
+    "rank-bm25": RankBM25Retriever,
+}
+
+
+def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, params: BM25Params,
+                    unit_terms: Callable[[], Sequence[list[str]]]) -> Retriever:
+    """The retriever a stage ranks with over ``resources`` (whose units ``unit_terms`` analyses)."""
+    if stage.engine == "groundkit":
+        return make_retriever(resources, stage.mode, stage.options)
+    if stage.engine in REFERENCES:
+        return REFERENCES[stage.engine](unit_terms(), analyzer, params)
+    raise UsageError(f"stage {stage.name!r}: engine {stage.engine!r} does not rank units")
+
+
+def _scored(name: str, ranked: Ranked) -> list[Scored]:
+    return [Scored(position, score, (Contribution(retriever=name, rank=rank, score=score),))
+            for rank, (position, score) in enumerate(ranked, start=1)]
+
+
+def _no_threshold(name: str, threshold: float | None) -> None:
+    if threshold is not None:
+        raise UsageError(f"the {name} reference engine takes no score threshold")
+
+
+def top_positive(scores: npt.NDArray[np.floating[Any]], depth: int) -> Ranked:
+    """The ``depth`` best positive scores, best first, ties to the lower position."""
+    candidates = np.flatnonzero(scores > 0)
+    if len(candidates) > depth:
+        cut = np.partition(scores[candidates], len(candidates) - depth)[len(candidates) - depth]
+        candidates = candidates[scores[candidates] >= cut]
+    order = np.lexsort((candidates, -scores[candidates]))[:depth]
+    return [(int(candidates[i]), float(scores[candidates[i]])) for i in order]
+
+
+def analyzed(analyzer: Analyzer, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's index terms through ``analyzer``."""
+    return [analyzer.analyze(t) for t in texts]

@@ -1,0 +1,123 @@
+"""Bring your own questions: score an existing collection with a questions file.
+
+The file is in the golden format (``golden/README.md``), one question per line,
+``doc_id`` relative to the collection's root (the ids ``grk search`` shows). Its
+quotes are resolved against the files as they are now; a file changed since the
+collection was indexed fails closed (the judgments would not match the index).
+Any number of questions is accepted: the corpus-level minimums of the shipped
+golden versions become warnings here (too few no-answer questions to say much
+about abstention, say), never a refusal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import groundkit
+from evals import report as rpt
+from evals.golden.corpus import minimum_problems
+from evals.golden.model import USER_RULES, Golden
+from evals.golden.parse import parse_lines
+from evals.golden.rules import question_problems, shared_stems
+from evals.golden.suite import CollectionSuite
+from evals.harness import Log
+from groundkit import store
+from groundkit.collection import Collection, IndexConfig
+from groundkit.collection.home import Home
+from groundkit.errors import DecodeError, IntegrityError, UsageError
+from groundkit.sources import decode_bytes
+from groundkit.text.chunking import ChunkerConfig
+from groundkit.verify import Unreadable, read_inside
+
+MAX_PROBLEMS_SHOWN = 20
+
+
+def questions_suite(name: str, questions: str | Path, work: Path, *, home: Home = None,
+                    embedding_cache: Path | None = None,
+                    log: Log = lambda _: None) -> CollectionSuite:
+    """A suite over collection ``name`` and the questions in ``questions``."""
+    path = Path(questions)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the questions file {path}: {exc.strerror}") from None
+    with Collection.open(name, home) as coll:
+        snap = coll.snapshot
+        documents = current_documents(coll)
+        config, generation = dict(snap.config), snap.generation
+    golden = _parse(path, data, documents)
+    for warning in warnings(golden):
+        log(f"warning: {warning}")
+    python, libraries = rpt.environment()
+    provenance = rpt.Provenance(
+        golden_version=f"questions:{path.name} on {name} generation {generation}",
+        golden_manifest_sha256=hashlib.sha256(data).hexdigest(),
+        groundkit_version=groundkit.__version__,
+        git_commit=rpt.git_commit(Path(__file__).resolve().parents[2]), python=python,
+        libraries=libraries)
+    base = IndexConfig(
+        roots=tuple(config["roots"]), include=tuple(config["include"]),
+        exclude=tuple(config["exclude"]), max_bytes=int(config["max_bytes"]),
+        chunker=ChunkerConfig(**config["chunker"]),
+        extra={k: config[k] for k in ("analyzer", "bm25", "embedding") if config.get(k)})
+    return CollectionSuite(label=f"{name} ({path.name})", golden=golden, base=base,
+                           provenance=provenance, home=work, existing=(name, home),
+                           embedding_cache=embedding_cache)
+
+
+def warnings(golden: Golden) -> list[str]:
+    """What a question set is too small or too loosely labelled to show (never a refusal)."""
+    out = [w.removeprefix("corpus: ") for w in
+           minimum_problems(golden.documents, golden.questions, USER_RULES)]
+    loose = [q.id for q in golden.questions if "paraphrase" in q.traits and q.answers
+             and shared_stems(q.question, (a.quote for a in q.answers))]
+    if loose:
+        out.append(f"{len(loose)} paraphrase question(s) share content-word stems with their "
+                   f"quotes ({', '.join(loose[:5])}{', …' if len(loose) > 5 else ''}): their "
+                   "breakdown flatters BM25")
+    return out
+
+
+def current_documents(coll: Collection) -> dict[str, str]:
+    """Every document's text as it is now; ``IntegrityError`` if any changed since indexing."""
+    snap = coll.snapshot
+    texts, changed = {}, []
+    for row in store.generation_documents(snap.conn, snap.generation):
+        raw = read_inside(row.root, row.relpath, snap.max_bytes)
+        if isinstance(raw, Unreadable):
+            changed.append(f"{row.doc_id} ({raw.reason})")
+            continue
+        if hashlib.sha256(raw).hexdigest() != row.sha256:
+            changed.append(f"{row.doc_id} (modified)")
+            continue
+        try:
+            texts[row.doc_id] = decode_bytes(raw).text
+        except DecodeError as exc:  # pragma: no cover - it decoded when it was indexed
+            changed.append(f"{row.doc_id} ({exc})")
+    if changed:
+        raise IntegrityError(
+            f"{len(changed)} document(s) of collection {coll.name!r} changed since indexing "
+            f"({', '.join(changed[:5])}); re-index with grk index before evaluating")
+    return texts
+
+
+def _parse(path: Path, data: bytes, documents: dict[str, str]) -> Golden:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    parsed, problems, incomplete = parse_lines(text, path.name, documents, USER_RULES)
+    for q in parsed:
+        problems += question_problems(q, documents, USER_RULES, complete=q.id not in incomplete)
+    ids = Counter(q.id for q in parsed)
+    problems += [f"{qid}: duplicate question id ({n} times)" for qid, n in ids.items() if n > 1]
+    if problems:
+        shown = "\n".join(problems[:MAX_PROBLEMS_SHOWN])
+        more = len(problems) - MAX_PROBLEMS_SHOWN
+        raise IntegrityError(f"{path}: {len(problems)} problem(s):\n{shown}"
+                             + (f"\n… and {more} more" if more > 0 else ""))
+    if not any(q.answers for q in parsed):
+        raise UsageError(f"{path}: no question has an answer, so there is nothing to measure")
+    return Golden(version=0, root=path.parent, documents=documents, questions=tuple(parsed))

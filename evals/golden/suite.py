@@ -1,0 +1,251 @@
+"""Quote-judged suites over real collections: the golden corpus, or a person's own questions.
+
+Every stage goes through the real index and search path (``grk index``, the
+collection's snapshot, groundkit's retrievers), never a side path. A stage's
+index settings are the suite's *base* settings with the stage's changes; one
+collection is built per distinct setting and shared by the stages that use it.
+Judgments come from the quotes (:mod:`.judgments`), derived for each chunking.
+
+* :func:`golden_suite` — a ``golden/vN`` folder: its ``docs/`` indexed with
+  groundkit's defaults over 1000-character chunks.
+* :func:`questions_suite` — an existing collection and a questions file in the
+  golden format (``doc_id`` relative to the collection's root): a stage with the
+  collection's own settings searches the collection itself; any other setting
+  is indexed from the same roots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import groundkit
+from evals import report as rpt
+from evals.engines import stage_retriever
+from evals.golden.corpus import MANIFEST_FILE, load_golden
+from evals.golden.judgments import judge
+from evals.golden.model import Golden
+from evals.harness import Log
+from evals.score import metrics
+from evals.stages import Stage
+from groundkit.collection import Collection, IndexConfig, index
+from groundkit.collection.derived import analyzer_of, bm25_params_of
+from groundkit.model import Hit
+from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.modes import MODES
+from groundkit.text.analysis import Analyzer
+from groundkit.text.chunking import ChunkerConfig
+
+DEPTH = 100
+"""Hits retrieved per question: enough for R@100."""
+JUDGMENTS = "quote overlap (evals/golden/judgments.py)"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """What a stage's collection is built with."""
+
+    chunker: ChunkerConfig
+    analyzer: Analyzer
+    bm25: BM25Params
+    embedding: str | None
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.chunker.target, self.chunker.overlap, self.analyzer.identity,
+                tuple(sorted(self.bm25.to_dict().items())), self.embedding)
+
+
+class CollectionSuite:
+    """Questions judged by quotes, answered by collections built (or opened) per stage."""
+
+    depth = DEPTH
+
+    def __init__(self, *, label: str, golden: Golden, base: IndexConfig,
+                 provenance: rpt.Provenance, home: Path,
+                 existing: tuple[str, str | Path | None] | None = None,
+                 embedding_cache: Path | None = None) -> None:
+        self.label = label
+        self.golden = golden
+        self.base = base
+        self._provenance = provenance
+        self.home = home
+        self.existing = existing
+        self.embedding_cache = embedding_cache
+        self.questions = questions_of(golden)
+        self.qrels: metrics.Qrels = {}
+        self._opened: dict[tuple[Any, ...], tuple[Collection, metrics.Qrels]] = {}
+
+    # -- the Suite protocol ------------------------------------------------------------
+
+    def unavailable(self, stage: Stage) -> str | None:
+        if stage.engine == "run-file":
+            return "a run file names external document ids; it scores external suites only"
+        if stage.stopwords is not None:
+            return "extra stopword lists apply to external suites only"
+        return None
+
+    def open(self, stage: Stage, log: Log) -> _CollectionRun:
+        settings = self.settings_of(stage)
+        key = settings.key()
+        if key not in self._opened:
+            coll = self._collection(settings, key, stage.name, log)
+            self._opened[key] = (coll, judge(self.golden, coll.chunks()))
+        coll, qrels = self._opened[key]
+        config: dict[str, Any] = {
+            "chunk_size": settings.chunker.target, "chunk_overlap": settings.chunker.overlap,
+            "analyzer": settings.analyzer.to_dict(), "bm25": settings.bm25.to_dict(),
+            "embedding": stage.embedding, "mode": stage.mode, "options": dict(stage.options)}
+        if stage.engine != "groundkit":
+            config["engine"] = stage.engine
+        units = f"{settings.chunker.target}-character chunks"
+        return _CollectionRun(stage, coll, settings, qrels, config, stage.describe(units))
+
+    def provenance(self) -> rpt.Provenance:
+        return self._provenance
+
+    def config(self, stages: Sequence[Stage]) -> dict[str, Any]:
+        return {"depth": self.depth, "judgments": JUDGMENTS, "stages": [s.name for s in stages]}
+
+    def finish(self, report: dict[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
+        if skipped:
+            report["config"]["skipped_stages"] = dict(skipped)
+        return report
+
+    def close(self) -> None:
+        for coll, _ in self._opened.values():
+            coll.close()
+        self._opened.clear()
+
+    # -- building ------------------------------------------------------------------------
+
+    def settings_of(self, stage: Stage | None) -> IndexSettings:
+        """The base settings with the stage's changes (``None``: the base itself).
+
+        A stage that needs no vectors is indexed without them; one that needs them
+        and names no model takes the base's.
+        """
+        extra = self.base.extra
+        recorded = extra.get("embedding")
+        embedding = recorded["spec"] if recorded else None
+        if stage is not None:
+            needs = MODES[stage.mode].embedding and stage.engine == "groundkit"
+            embedding = (stage.embedding or embedding) if needs else None
+        return IndexSettings(
+            chunker=(stage.chunking if stage and stage.chunking else self.base.chunker),
+            analyzer=(stage.analyzer if stage and stage.analyzer else analyzer_of(extra)),
+            bm25=(stage.bm25 if stage and stage.bm25 else bm25_params_of(extra)),
+            embedding=embedding)
+
+    def _reuses_existing(self, settings: IndexSettings) -> bool:
+        """The existing collection serves these settings (vectors only matter when needed)."""
+        if self.existing is None:
+            return False
+        own = self.settings_of(None)
+        same = (own.chunker, own.analyzer, own.bm25) == (settings.chunker, settings.analyzer,
+                                                          settings.bm25)
+        return same and settings.embedding in (None, own.embedding)
+
+    def _collection(self, settings: IndexSettings, key: tuple[Any, ...], stage: str,
+                    log: Log) -> Collection:
+        if self.existing is not None and self._reuses_existing(settings):
+            name, home = self.existing
+            log(f"{self.label}: {stage} searches collection {name!r} as it is")
+            return Collection.open(name, home)
+        extra: dict[str, Any] = {**self.base.extra, "analyzer": settings.analyzer.to_dict(),
+                                 "bm25": settings.bm25.to_dict()}
+        extra.pop("embedding", None)
+        if settings.embedding:
+            extra["embedding"] = {"spec": settings.embedding}
+            if self.embedding_cache is not None:
+                extra["embedding"]["cache"] = str(self.embedding_cache)
+        config = dataclasses.replace(self.base, chunker=settings.chunker, extra=extra)
+        name = f"golden{len(self._opened)}"
+        report = index(name, config, home=self.home)
+        log(f"{self.label}: indexed {report.chunks} chunks for {stage}")
+        return Collection.open(name, self.home)
+
+
+class _CollectionRun:
+    def __init__(self, stage: Stage, coll: Collection, settings: IndexSettings,
+                 qrels: metrics.Qrels, config: dict[str, Any], description: str) -> None:
+        snap = coll.snapshot
+        self.snapshot = snap
+        self.description = description
+        self.config = config
+        self.qrels: metrics.Qrels | None = qrels
+        self.embedded = MODES[stage.mode].embedding and stage.engine == "groundkit"
+        self.retriever = stage_retriever(
+            stage, snap, settings.analyzer, settings.bm25,
+            lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()])
+
+    def prime(self, queries: Sequence[str]) -> None:
+        if self.embedded:
+            self.snapshot.query_embedder().prime(queries)
+
+    def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
+        scored = self.retriever.search(question.text, depth)
+        stored = self.snapshot.stored_chunks([s.position for s in scored])
+        records = []
+        for rank, (s, item) in enumerate(zip(scored, stored, strict=True), start=1):
+            verdict = self.snapshot.verify(item).status.value if rank <= shown else None
+            hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)
+            records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name), verdict))
+        return records
+
+
+def questions_of(golden: Golden) -> list[rpt.Question]:
+    return [
+        rpt.Question(query_id=q.id, text=q.question, kind=q.kind, traits=tuple(q.traits),
+                     gold=tuple(rpt.GoldAnswer(doc_id=a.doc_id, quote=a.quote, start=a.start,
+                                               end=a.end) for a in q.answers))
+        for q in golden.questions
+    ]
+
+
+def golden_suite(path: str | Path, home: Path, *,
+                 embedding_cache: Path | None = None) -> CollectionSuite:
+    """The golden version at ``path``, its integrity checked first (``IntegrityError``).
+
+    Quotes, ids and checksums must hold; the corpus-level minimums are a lint rule
+    (``python -m evals lint``), so a draft version can be measured before it has them.
+    """
+    golden = load_golden(path, coverage=False)
+    manifest = hashlib.sha256((Path(path) / MANIFEST_FILE).read_bytes()).hexdigest()
+    python, libraries = rpt.environment()
+    provenance = rpt.Provenance(
+        golden_version=f"v{golden.version}", golden_manifest_sha256=manifest,
+        groundkit_version=groundkit.__version__,
+        git_commit=rpt.git_commit(Path(__file__).resolve().parents[2]), python=python,
+        libraries=libraries)
+    base = IndexConfig(roots=(str(golden.root / "docs"),), include=("*",),
+                       extra={"analyzer": Analyzer().to_dict(), "bm25": BM25Params().to_dict()})
+    return CollectionSuite(label=f"golden v{golden.version}", golden=golden, base=base,
+                           provenance=provenance, home=home, embedding_cache=embedding_cache)
+
+
+def evaluate_golden(path: str | Path, out_dir: str | Path, *,
+                    stage_names: Sequence[str] | None = None,
+                    settings: rpt.Settings | None = None, embedding_cache: Path | None = None,
+                    log: Log = lambda _: None) -> dict[str, Any]:
+    """Run ``stage_names`` (default: the golden stages) on a golden version; writes
+    ``out_dir/latest.json`` and ``out_dir/runs/`` and returns the report (the Python face
+    of ``python -m evals run --golden PATH``)."""
+    import tempfile
+
+    from evals.harness import evaluate
+    from evals.stages import golden_defaults, resolve
+
+    out = Path(out_dir)
+    stages = resolve(list(stage_names or golden_defaults()))
+    with tempfile.TemporaryDirectory(prefix="groundkit-eval-") as home:
+        suite = golden_suite(path, Path(home), embedding_cache=embedding_cache)
+        try:
+            built = evaluate(suite, stages, settings=settings or rpt.Settings(),
+                             runs_dir=out / "runs", log=log)
+        finally:
+            suite.close()
+    rpt.write_json(built, out / "latest.json")
+    return built

@@ -1,0 +1,135 @@
+"""The harness: one loop that runs stages over a suite and builds one report.
+
+A *suite* is a set of questions with their judgments and provenance: the golden
+corpus (:mod:`evals.golden.suite`, quote-overlap judgments over chunks), a
+person's own collection and questions (the same, over an existing collection),
+or an external test collection (:mod:`evals.external.suite`, document qrels, a
+document scoring its best unit). For each stage the suite opens a
+:class:`StageRun` (its units indexed, its retriever built); the loop asks it
+every question, writes the TREC run, and hands all stages to
+:func:`evals.report.build_report`. Everything that can be checked before
+retrieval is checked first (:func:`preflight`), so a bad experiment fails in
+one clear error before any compute is spent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from evals import report as rpt
+from evals import trec
+from evals.score import metrics
+from evals.stages import BASELINE, Stage
+from groundkit.errors import MissingDependencyError
+
+Log = Callable[[str], None]
+
+
+class StageRun(Protocol):
+    """One stage opened on a suite: ranks questions into the report's hit records."""
+
+    description: str
+    config: Mapping[str, Any]
+    qrels: metrics.Qrels | None
+    """This stage's judgments when its units differ from the suite's (else ``None``)."""
+
+    def prime(self, queries: Sequence[str]) -> None:
+        """Prepare for these queries (embed them in one batch, say)."""
+        ...
+
+    def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
+        """The question's hits, best first, at most ``depth``; the top ``shown`` verified."""
+        ...
+
+
+class Suite(Protocol):
+    label: str
+    depth: int
+    questions: Sequence[rpt.Question]
+    qrels: metrics.Qrels
+
+    def unavailable(self, stage: Stage) -> str | None:
+        """Why ``stage`` cannot run on this suite (a resource it needs is missing), or None."""
+        ...
+
+    def open(self, stage: Stage, log: Log) -> StageRun: ...
+
+    def provenance(self) -> rpt.Provenance: ...
+
+    def config(self, stages: Sequence[Stage]) -> dict[str, Any]: ...
+
+    def finish(self, report: dict[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
+        """Add what this kind of suite adds to a built report (checks, skipped stages)."""
+        ...
+
+
+def preflight(stages: Sequence[Stage]) -> None:
+    """Fail before any retrieval when a stage needs a module that is not installed."""
+    if not stages or stages[0].name != BASELINE:
+        raise ValueError(f"the baseline stage {BASELINE!r} must run first")
+    for stage in stages:
+        for module in stage.needs:
+            if importlib.util.find_spec(module) is None:
+                extra = "ollama" if module == "ollama" else "dense"
+                raise MissingDependencyError(module, extra, f"stage {stage.name!r}")
+
+
+def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
+             runs_dir: Path | None, log: Log,
+             run_block: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run every stage over every question of ``suite``; the report dict."""
+    preflight(stages)
+    results, skipped = [], {}
+    for stage in stages:
+        reason = suite.unavailable(stage)
+        if reason is not None:
+            skipped[stage.name] = reason
+            log(f"{suite.label}: skipped {stage.name}: {reason}")
+            continue
+        t = time.perf_counter()
+        run = suite.open(stage, log)
+        run.prime([q.text for q in suite.questions])
+        hits = {q.query_id: run.rank(q, suite.depth, settings.hits_shown)
+                for q in suite.questions}
+        if runs_dir is not None:
+            trec.write_run(runs_dir / f"{stage.name}.trec",
+                           {q: [(h.chunk_id, h.score) for h in hs] for q, hs in hits.items()},
+                           tag=stage.name)
+        log(f"{suite.label}: ran {stage.name} on {len(hits)} questions "
+            f"({time.perf_counter() - t:.1f}s)")
+        results.append(rpt.StageResult(name=stage.name, description=run.description,
+                                       config=run.config, hits=hits, qrels=run.qrels))
+    built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
+                             baseline=BASELINE, provenance=suite.provenance(),
+                             config=suite.config(stages), settings=settings, run=run_block)
+    return suite.finish(built, skipped)
+
+
+def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = None) -> str:
+    """A plain-text table: one row per stage, metrics with delta and interval vs baseline."""
+    measures = list(measures or report["measures"])
+    comps = {(c["stage"], c["measure"]): c for c in report["comparisons"]}
+    width = max([18, *(len(s["name"]) + 1 for s in report["stages"])])
+    head = f"{'stage':<{width}}" + "".join(f"{m:>30}" for m in measures) + f"{'abstained':>12}"
+    lines = [head, "-" * len(head)]
+    for stage in report["stages"]:
+        cells = []
+        for m in measures:
+            value = stage["metrics"][m]
+            c = comps.get((stage["name"], m))
+            cells.append(f"{value:.3f}" + (f"  {c['delta']:+.3f} [{c['ci_low']:+.3f},"
+                                           f"{c['ci_high']:+.3f}]" if c else ""))
+        ab = stage["abstention"]
+        lines.append(f"{stage['name']:<{width}}" + "".join(f"{cell:>30}" for cell in cells)
+                     + f"{ab['no_answer_abstained']:>8}/{ab['no_answer_total']:<3}")
+    lines.append("cells: value  delta vs baseline [95% bootstrap CI]; abstained: no-answer "
+                 "questions answered with nothing")
+    for c in report["config"].get("checks", []):
+        got = "n/a" if c["observed"] is None else f"{c['observed']:.4f}"
+        lines.append(f"  [{'pass' if c['passed'] else 'FAIL'}] {c['kind']}: {c['stage']} "
+                     f"{c['measure']} = {got} vs {c['expected']:.4f} ± {c['tolerance']:g}")
+    return "\n".join(lines)
