@@ -87,6 +87,29 @@ def build_parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_options(sub.add_parser("run", help="run one suite and write its report",
                                description=cli.cmd_run.__doc__))
+    _add_external(sub)
+    expect = sub.add_parser("expect", help="pin a report's values as expected (deliberate)",
+                            description=cli.cmd_expect.__doc__)
+    expect.add_argument("--report", default=str(cli.DEFAULT_OUT / "latest.json"))
+    expect.add_argument("--out", required=True, help="e.g. evals/expected/golden-v1.json")
+    expect.add_argument("--tolerance", type=float, default=gates.DEFAULT_TOLERANCE)
+    expect.add_argument("--source", default="", help="how the values were produced")
+    expect.set_defaults(handler=cli.cmd_expect)
+    _add_compare(sub)
+    lint = sub.add_parser("lint", help="lint a golden version; one line per problem",
+                          description=cli.cmd_lint.__doc__)
+    lint.add_argument("path", type=Path)
+    lint.add_argument("--no-coverage", action="store_true", help="skip corpus-level minimums")
+    lint.add_argument("--write-manifest", action="store_true",
+                      help="write MANIFEST.json from the files first")
+    lint.add_argument("--force", action="store_true",
+                      help="with --write-manifest: rewrite a draft version's checksums")
+    lint.set_defaults(handler=cli.cmd_lint)
+    return parser
+
+
+def _add_external(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """check, list, import and export: the external collections' commands."""
     check = sub.add_parser("check", help="run every checked external dataset; exit 8 on any "
                            "failure", description=cli.cmd_check.__doc__)
     check.add_argument("--datasets", nargs="+", metavar="DATASET",
@@ -117,24 +140,6 @@ def build_parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
     exp.add_argument("--html", help="where the rendered report goes")
     _sources(exp)
     exp.set_defaults(handler=cli.cmd_export)
-    expect = sub.add_parser("expect", help="pin a report's values as expected (deliberate)",
-                            description=cli.cmd_expect.__doc__)
-    expect.add_argument("--report", default=str(cli.DEFAULT_OUT / "latest.json"))
-    expect.add_argument("--out", required=True, help="e.g. evals/expected/golden-v1.json")
-    expect.add_argument("--tolerance", type=float, default=gates.DEFAULT_TOLERANCE)
-    expect.add_argument("--source", default="", help="how the values were produced")
-    expect.set_defaults(handler=cli.cmd_expect)
-    _add_compare(sub)
-    lint = sub.add_parser("lint", help="lint a golden version; one line per problem",
-                          description=cli.cmd_lint.__doc__)
-    lint.add_argument("path", type=Path)
-    lint.add_argument("--no-coverage", action="store_true", help="skip corpus-level minimums")
-    lint.add_argument("--write-manifest", action="store_true",
-                      help="write MANIFEST.json from the files first")
-    lint.add_argument("--force", action="store_true",
-                      help="with --write-manifest: rewrite a draft version's checksums")
-    lint.set_defaults(handler=cli.cmd_lint)
-    return parser
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

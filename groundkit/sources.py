@@ -12,7 +12,7 @@ import fnmatch
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .errors import DecodeError as DecodeError
@@ -131,48 +131,54 @@ def discover(
     directory reached twice (a symlink loop) is visited once. FIFOs, devices
     and sockets are skipped, as are files over ``max_bytes``.
     """
-    real_root = Path(os.path.realpath(root))
-    skip_real = {Path(os.path.realpath(p)) for p in skip_dirs}
-    seen_dirs: set[tuple[int, int]] = set()
+    walker = _Walker(root=root, real_root=Path(os.path.realpath(root)), include=include,
+                     exclude=exclude, max_bytes=max_bytes,
+                     skip_real={Path(os.path.realpath(p)) for p in skip_dirs})
+    yield from walker.walk(walker.real_root, "")
 
-    def walk(directory: Path, rel: str) -> Iterator[Candidate | Skipped]:
+
+@dataclass(slots=True, kw_only=True)
+class _Walker:
+    root: Path
+    real_root: Path
+    include: Sequence[str]
+    exclude: Sequence[str]
+    max_bytes: int
+    skip_real: set[Path]
+    seen_dirs: set[tuple[int, int]] = field(default_factory=set)
+
+    def walk(self, directory: Path, rel: str) -> Iterator[Candidate | Skipped]:
         try:
             st = directory.stat()
-        except OSError as exc:
-            yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
-            return
-        if (st.st_dev, st.st_ino) in seen_dirs:
-            return
-        seen_dirs.add((st.st_dev, st.st_ino))
-        try:
+            if (st.st_dev, st.st_ino) in self.seen_dirs:
+                return
+            self.seen_dirs.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
             return
         for entry in entries:
-            relpath = f"{rel}{entry.name}"
-            path = Path(entry.path)
-            if entry.is_symlink():
-                target = Path(os.path.realpath(path))
-                if not target.is_relative_to(real_root):
-                    yield Skipped(relpath, "symlink points outside the collection root")
-                    continue
-            try:
-                st = path.stat()
-            except OSError as exc:
-                yield Skipped(relpath, f"unreadable: {exc.strerror or exc}")
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                if _matches(relpath + "/", exclude) or Path(os.path.realpath(path)) in skip_real:
-                    continue
-                yield from walk(path, relpath + "/")
-            elif not _matches(relpath, include) or _matches(relpath, exclude):
-                continue
-            elif not stat.S_ISREG(st.st_mode):
-                yield Skipped(relpath, "not a regular file (FIFO, device or socket)")
-            elif st.st_size > max_bytes:
-                yield Skipped(relpath, f"too large ({st.st_size} bytes > limit {max_bytes})")
-            else:
-                yield Candidate(root, relpath, st.st_size, st.st_mtime_ns)
+            yield from self.entry(entry, f"{rel}{entry.name}")
 
-    yield from walk(real_root, "")
+    def entry(self, entry: os.DirEntry[str], relpath: str) -> Iterator[Candidate | Skipped]:
+        path = Path(entry.path)
+        if entry.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(self.real_root):
+            yield Skipped(relpath, "symlink points outside the collection root")
+            return
+        try:
+            st = path.stat()
+        except OSError as exc:
+            yield Skipped(relpath, f"unreadable: {exc.strerror or exc}")
+            return
+        if stat.S_ISDIR(st.st_mode):
+            if not (_matches(relpath + "/", self.exclude)
+                    or Path(os.path.realpath(path)) in self.skip_real):
+                yield from self.walk(path, relpath + "/")
+        elif not _matches(relpath, self.include) or _matches(relpath, self.exclude):
+            return
+        elif not stat.S_ISREG(st.st_mode):
+            yield Skipped(relpath, "not a regular file (FIFO, device or socket)")
+        elif st.st_size > self.max_bytes:
+            yield Skipped(relpath, f"too large ({st.st_size} bytes > limit {self.max_bytes})")
+        else:
+            yield Candidate(self.root, relpath, st.st_size, st.st_mtime_ns)

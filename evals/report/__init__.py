@@ -1,20 +1,13 @@
-"""Reports: the JSON report (:mod:`.build`, the source of truth), its HTML rendering
-(:mod:`.html`) and the comparison of two saved reports (:mod:`.compare`)."""
+"""Reports: the JSON report (:mod:`.build` from the values in :mod:`.model`, written and read
+by :mod:`.files`; the source of truth), its HTML rendering (:mod:`.html`) and the comparison
+of two saved reports (:mod:`.compare`)."""
 
-from .build import (
+from .build import build_report
+from .files import (
     DECIMALS,
     LIBRARIES,
     SCHEMA_PATH,
     SCHEMA_VERSION,
-    VERDICTS,
-    GoldAnswer,
-    HitRecord,
-    Provenance,
-    Question,
-    ReportError,
-    Settings,
-    StageResult,
-    build_report,
     canonical,
     dumps,
     environment,
@@ -24,6 +17,16 @@ from .build import (
     schema,
     validate,
     write_json,
+)
+from .model import (
+    VERDICTS,
+    GoldAnswer,
+    HitRecord,
+    Provenance,
+    Question,
+    ReportError,
+    Settings,
+    StageResult,
 )
 
 __all__ = [

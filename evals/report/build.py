@@ -4,7 +4,7 @@
 hits) into the report dict: per-stage metrics and abstention, comparisons with
 the baseline stage (Holm-adjusted across the whole report), breakdowns by
 question kind and trait, and a per-question drill-down. :func:`write_json`
-validates it against ``schema/report.schema.json`` and writes it.
+(:mod:`.files`) validates it against ``schema/report.schema.json`` and writes it.
 
 Determinism: for a fixed input the output is byte-identical except the ``run``
 block (time, host). Keys are sorted, floats rounded to :data:`DECIMALS`
@@ -15,124 +15,15 @@ at least one gold answer; no-answer questions only count towards abstention.
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
-import jsonschema
-
 from evals.score import metrics, stats
-from groundkit.errors import GroundkitError
 from groundkit.model import OFFSET_UNIT
 
-SCHEMA_VERSION = 1
-DECIMALS = 6
-SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
-VERDICTS = ("verified", "drifted", "unresolvable")
-LIBRARIES = ("groundkit", "numpy", "scipy", "ir-measures", "pytrec-eval-terrier", "jsonschema")
-
-
-class ReportError(GroundkitError, ValueError):
-    """Report inputs that do not fit together, or a report that fails its schema."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GoldAnswer:
-    """A quote that answers a question: ``document[start:end] == quote``."""
-
-    doc_id: str
-    quote: str
-    start: int
-    end: int
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.start < self.end or self.end - self.start != len(self.quote):
-            raise ReportError(f"gold span [{self.start}, {self.end}) does not fit its quote")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Question:
-    """A golden question; it is judged when it has gold answers."""
-
-    query_id: str
-    text: str
-    kind: str
-    traits: tuple[str, ...] = ()
-    gold: tuple[GoldAnswer, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HitRecord:
-    """One retrieved chunk as the report shows it; ``verdict`` from verification."""
-
-    rank: int
-    chunk_id: str
-    doc_id: str
-    start: int
-    end: int
-    score: float
-    text: str
-    verdict: str | None = None
-
-    @classmethod
-    def from_hit(cls, hit: Mapping[str, Any], verdict: str | None = None) -> HitRecord:
-        """The record of a hit in its one serialised form (:meth:`groundkit.model.Hit.to_dict`)."""
-        return cls(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id=hit["path"],
-                   start=hit["start"], end=hit["end"], score=hit["score"], text=hit["text"],
-                   verdict=verdict)
-
-    def __post_init__(self) -> None:
-        if self.rank < 1 or not 0 <= self.start <= self.end:
-            raise ReportError(f"hit {self.chunk_id!r}: bad rank or span")
-        if self.verdict is not None and self.verdict not in VERDICTS:
-            raise ReportError(f"hit {self.chunk_id!r}: verdict must be one of {VERDICTS}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StageResult:
-    """One stage's output: every question's hits in rank order (up to the run depth).
-
-    ``qrels`` judges this stage's chunks when stages chunk differently (each
-    chunking has its own quote-derived judgments); by default the report's.
-    """
-
-    name: str
-    description: str
-    config: Mapping[str, Any]
-    hits: Mapping[str, Sequence[HitRecord]]
-    qrels: metrics.Qrels | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Provenance:
-    """What was evaluated, with what: stable across runs of the same input."""
-
-    golden_version: str
-    golden_manifest_sha256: str
-    groundkit_version: str
-    git_commit: str | None
-    python: str
-    libraries: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    """Measures, statistics parameters, seed, and how many hits the drill-down keeps."""
-
-    measures: tuple[str, ...] = metrics.DEFAULT_MEASURES
-    seed: int = 0
-    resamples: int = 10_000
-    permutations: int = 10_000
-    confidence: float = 0.95
-    hits_shown: int = 10
+from .files import SCHEMA_VERSION, canonical, run_metadata
+from .model import Provenance, Question, ReportError, Settings, StageResult
 
 
 def build_report(
@@ -333,119 +224,3 @@ def _question_block(
         "gold": [asdict(g) for g in question.gold],
         "stages": per_stage,
     }
-
-
-# --- canonical JSON, schema, files ------------------------------------------
-
-
-def canonical(value: Any) -> Any:
-    """``value`` with floats rounded to :data:`DECIMALS` and tuples as lists."""
-    if isinstance(value, bool) or value is None or isinstance(value, str | int):
-        return value
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ReportError(f"a report cannot hold the non-finite number {value}")
-        return float(round(value, DECIMALS)) + 0.0
-    if isinstance(value, Mapping):
-        return {str(k): canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [canonical(v) for v in value]
-    if hasattr(value, "item"):  # numpy scalars
-        return canonical(value.item())
-    raise ReportError(f"a report cannot hold a {type(value).__name__}: {value!r}")
-
-
-def dumps(report: Mapping[str, Any]) -> str:
-    """The canonical JSON text: sorted keys, rounded floats, two-space indent."""
-    text = json.dumps(
-        canonical(report), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False
-    )
-    return text + "\n"
-
-
-def schema() -> dict[str, Any]:
-    """The report JSON Schema."""
-    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return loaded
-
-
-def validate(report: Mapping[str, Any]) -> None:
-    """Raise :class:`ReportError` naming the first problems if ``report`` is invalid."""
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
-    if errors:
-        details = "; ".join(
-            f"at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
-        )
-        raise ReportError(f"report does not match schema v{SCHEMA_VERSION}: {details}")
-    stage_names = {s["name"] for s in report["stages"]}
-    if report["baseline"] not in stage_names:
-        raise ReportError(f"baseline {report['baseline']!r} is not one of the stages")
-
-
-def write_json(report: Mapping[str, Any], path: str | Path) -> Path:
-    """Validate ``report`` and write its canonical JSON atomically; returns the path."""
-    target = Path(path)
-    text = dumps(report)
-    validate(json.loads(text))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def load_json(path: str | Path) -> dict[str, Any]:
-    """Read and validate a saved report."""
-    try:
-        report: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReportError(f"cannot read report {str(path)!r}: {exc}") from exc
-    validate(report)
-    return report
-
-
-# --- provenance helpers (I/O; the builder itself stays pure) ----------------
-
-
-def run_metadata() -> dict[str, Any]:
-    """The ``run`` block: when and where this report was produced."""
-    return {
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "host": platform.node(),
-        "platform": platform.platform(),
-    }
-
-
-def environment(libraries: Sequence[str] = LIBRARIES) -> tuple[str, dict[str, str]]:
-    """The Python version and the installed versions of ``libraries``."""
-    versions = {}
-    for name in libraries:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return platform.python_version(), versions
-
-
-def git_commit(repo: str | Path = ".") -> str | None:
-    """``HEAD``'s commit of ``repo`` (suffixed ``-dirty`` with local changes), or None."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return f"{head}-dirty" if dirty else head

@@ -16,88 +16,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from .assets import CSS, SCRIPT
+
 Report = Mapping[str, Any]
-
-CSS = """
-:root{--fg:#1d232b;--muted:#5b6672;--line:#d9dee4;--soft:#f4f6f8;--good:#1a7f37;--bad:#c62828;
---neutral:#6b7785;--mark:#ffe27a}
-*{box-sizing:border-box}
-body{margin:0;color:var(--fg);background:#fff;
-font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif}
-main{max-width:1240px;margin:0 auto;padding:20px 24px 48px}
-h1{font-size:22px;margin:0 0 8px}h3{font-size:15px;margin:16px 0 6px}
-h4{font-size:14px;margin:14px 0 4px}
-h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0;color:var(--muted)}
-.facts dt{font-weight:600}.facts dd{margin:0}.note,.desc,.p{color:var(--muted)}
-.desc{font-size:12px;font-weight:400}.scroll{overflow-x:auto}
-table{border-collapse:collapse;margin:6px 0}
-th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
-thead th{background:var(--soft);font-weight:600}
-#summary td span{display:block;white-space:nowrap;font-variant-numeric:tabular-nums}
-.mean{font-size:15px}.delta,.p{font-size:12px}
-.better{color:var(--good)}.worse{color:var(--bad)}.unclear{color:var(--neutral)}
-.tag{font-size:11px;background:var(--soft);border:1px solid var(--line);border-radius:3px;
-padding:0 4px;font-weight:400}
-.forest{display:flex;flex-wrap:wrap;gap:4px 24px}
-svg.plot text{font-size:12px;fill:var(--fg)}svg.plot .title{font-weight:600;text-anchor:middle}
-svg.plot .tick{fill:var(--muted);text-anchor:middle;font-size:11px}svg.plot .label{text-anchor:end}
-svg.plot .zero{stroke:#9aa4ae;stroke-dasharray:3 3}svg.plot .ci{stroke-width:2.5}
-svg.plot .better line,svg.plot .better circle{stroke:var(--good);fill:var(--good)}
-svg.plot .worse line,svg.plot .worse circle{stroke:var(--bad);fill:var(--bad)}
-svg.plot .unclear line,svg.plot .unclear circle{stroke:var(--neutral);fill:var(--neutral)}
-.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0 12px}
-.filters input[type=search]{min-width:280px;padding:4px 6px}#filter-count{color:var(--muted)}
-details.question{border:1px solid var(--line);border-radius:4px;margin:6px 0}
-details.question>summary{cursor:pointer;padding:6px 10px;background:var(--soft)}
-details.question .body{padding:2px 12px 10px}
-.kind{font-size:11px;text-transform:uppercase;color:var(--muted);margin:0 4px}
-.badges{float:right}.badge{font-size:11px;border:1px solid var(--line);border-radius:3px;
-padding:0 4px;margin-left:4px;background:#fff;font-variant-numeric:tabular-nums}
-.gold{margin:4px 0;padding-left:20px}.where{color:var(--muted);font-size:12px}
-table.hits{width:100%}.hits td.text{white-space:pre-wrap;width:60%;font-size:12.5px}
-mark{background:var(--mark)}
-tr.rel1>td:first-child,tr.rel2>td:first-child{box-shadow:inset 3px 0 var(--good)}
-.verdict.verified{color:var(--good)}.verdict.drifted{color:#b26a00}
-.verdict.unresolvable{color:var(--bad)}.verdict.unchecked,.abstained{color:var(--muted)}
-[hidden]{display:none!important}
-"""
-
-SCRIPT = """
-(function () {
-  "use strict";
-  var text = document.getElementById("filter-text");
-  var kind = document.getElementById("filter-kind");
-  var differs = document.getElementById("filter-differs");
-  var count = document.getElementById("filter-count");
-  var items = Array.prototype.slice.call(document.querySelectorAll("details.question"));
-  function apply() {
-    var needle = text.value.trim().toLowerCase();
-    var shown = 0;
-    items.forEach(function (el) {
-      var ok = (!needle || el.dataset.search.indexOf(needle) !== -1) &&
-        (!kind.value || el.dataset.kind === kind.value) &&
-        (!differs.checked || el.dataset.differs === "1");
-      el.hidden = !ok;
-      if (ok) { shown += 1; }
-    });
-    count.textContent = shown + " of " + items.length + " questions";
-  }
-  function setAll(open) {
-    items.forEach(function (el) { if (!el.hidden) { el.open = open; } });
-  }
-  var hash = "";
-  try { hash = decodeURIComponent(window.location.hash.slice(1)); } catch (e) { hash = ""; }
-  if (hash.indexOf("q=") === 0) { text.value = hash.slice(2); }
-  text.addEventListener("input", apply);
-  kind.addEventListener("change", apply);
-  differs.addEventListener("change", apply);
-  document.getElementById("expand-all").addEventListener("click", function () { setAll(true); });
-  document.getElementById("collapse-all").addEventListener("click", function () { setAll(false); });
-  apply();
-})();
-"""
-
 
 def _e(value: object) -> str:
     return escape(str(value), quote=True)

@@ -23,30 +23,7 @@ _BM25 = BM25Params()
 
 @command("index", "Index folders into a collection (incremental, atomic).")
 def _index(p: argparse.ArgumentParser) -> Handler:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="folders to index")
-    p.add_argument("--collection", "-c", required=True, metavar="NAME")
-    p.add_argument("--include", action="append", metavar="GLOB",
-                   help="file globs to index (repeatable; default: text, docs and source code)")
-    p.add_argument("--exclude", action="append", metavar="GLOB",
-                   help="globs to skip; 'dir/' skips a folder (added to the defaults: VCS, "
-                   "dependency and cache folders)")
-    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
-                   help=f"skip files larger than this (default {DEFAULT_MAX_BYTES})")
-    p.add_argument("--chunk-size", type=int, default=DEFAULT_TARGET,
-                   help=f"target chunk size in characters (default {DEFAULT_TARGET})")
-    p.add_argument("--chunk-overlap", type=int, default=DEFAULT_OVERLAP,
-                   help=f"overlap between chunks in characters (default {DEFAULT_OVERLAP})")
-    p.add_argument("--analyzer", default=DEFAULT_PRESET, choices=sorted(PRESETS),
-                   help="text analysis preset: " + "; ".join(
-                       f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
-    p.add_argument("--k1", type=float, default=_BM25.k1, help=f"BM25 k1 (default {_BM25.k1})")
-    p.add_argument("--b", type=float, default=_BM25.b, help=f"BM25 b (default {_BM25.b})")
-    p.add_argument("--embed", metavar="PROVIDER:MODEL",
-                   help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
-                   "(offline, extra 'dense') or ollama:nomic-embed-text (extra 'ollama'); "
-                   "only new chunks are embedded on re-index")
-    p.add_argument("--ollama-host", metavar="URL",
-                   help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
+    _index_options(p)
 
     def run(args: argparse.Namespace) -> int:
         config = IndexConfig(
@@ -75,6 +52,33 @@ def _index(p: argparse.ArgumentParser) -> Handler:
         return 0
 
     return run
+
+
+def _index_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="folders to index")
+    p.add_argument("--collection", "-c", required=True, metavar="NAME")
+    p.add_argument("--include", action="append", metavar="GLOB",
+                   help="file globs to index (repeatable; default: text, docs and source code)")
+    p.add_argument("--exclude", action="append", metavar="GLOB",
+                   help="globs to skip; 'dir/' skips a folder (added to the defaults: VCS, "
+                   "dependency and cache folders)")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                   help=f"skip files larger than this (default {DEFAULT_MAX_BYTES})")
+    p.add_argument("--chunk-size", type=int, default=DEFAULT_TARGET,
+                   help=f"target chunk size in characters (default {DEFAULT_TARGET})")
+    p.add_argument("--chunk-overlap", type=int, default=DEFAULT_OVERLAP,
+                   help=f"overlap between chunks in characters (default {DEFAULT_OVERLAP})")
+    p.add_argument("--analyzer", default=DEFAULT_PRESET, choices=sorted(PRESETS),
+                   help="text analysis preset: " + "; ".join(
+                       f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
+    p.add_argument("--k1", type=float, default=_BM25.k1, help=f"BM25 k1 (default {_BM25.k1})")
+    p.add_argument("--b", type=float, default=_BM25.b, help=f"BM25 b (default {_BM25.b})")
+    p.add_argument("--embed", metavar="PROVIDER:MODEL",
+                   help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
+                   "(offline, extra 'dense') or ollama:nomic-embed-text (extra 'ollama'); "
+                   "only new chunks are embedded on re-index")
+    p.add_argument("--ollama-host", metavar="URL",
+                   help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
 
 
 def _embedding(args: argparse.Namespace) -> dict[str, Any]:

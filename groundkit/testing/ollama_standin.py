@@ -30,12 +30,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from . import hashed_vectors
+from .json_http import HttpError, JsonHandler
 
 EmbedFn = Callable[[list[str]], Any]
 """Texts in, an ``n x d`` array-like of floats out (normalisation not required)."""
@@ -184,17 +185,8 @@ class OllamaStandin:
         self.close()
 
 
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(JsonHandler):
     server_version = "ollama-standin"
-    timeout = 10.0
 
     @property
     def state(self) -> _State:
@@ -203,8 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise TypeError("the stand-in handler needs the stand-in server")
         return server.standin_state
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: library code never writes to stderr."""
+    @property
+    def body_limit(self) -> int:
+        return self.state.limits.max_body_bytes
 
     def do_GET(self) -> None:
         routes: dict[str, Callable[[], Any]] = {
@@ -213,38 +206,38 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if self.path == "/":
             self._record(None, 0, 200)
-            self._send(200, b"Ollama is running", "text/plain; charset=utf-8")
+            self.send_bytes(200, b"Ollama is running", "text/plain; charset=utf-8")
         elif self.path in routes:
             self._record(None, 0, 200)
-            self._json(200, routes[self.path]())
+            self.send_json(200, routes[self.path]())
         else:
             self._not_found()
 
     def do_HEAD(self) -> None:
-        self._send(200 if self.path == "/" else 404, b"", "text/plain; charset=utf-8")
+        self.send_bytes(200 if self.path == "/" else 404, b"", "text/plain; charset=utf-8")
 
     def do_POST(self) -> None:
         handlers = {"/api/embed": self._embed, "/api/embeddings": self._embeddings}
         handler = handlers.get(self.path)
         if handler is None:
-            self._drain()
+            self.drain()
             self._not_found()
             return
         if not self.state.slots.acquire(blocking=False):
-            self._drain()
+            self.drain()
             self._fail(
                 None,
-                _HttpError(503, "server busy, please try again. maximum pending requests exceeded"),
+                HttpError(503, "server busy, please try again. maximum pending requests exceeded"),
             )
             return
         model: str | None = None
         try:
-            body = self._read_json()
+            body = self.read_json()
             model = body.get("model") if isinstance(body.get("model"), str) else None
             status, payload, inputs = handler(body)
             self._record(model, inputs, status)
-            self._json(status, payload)
-        except _HttpError as exc:
+            self.send_json(status, payload)
+        except HttpError as exc:
             self._fail(model, exc)
         finally:
             self.state.slots.release()
@@ -259,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = self._require_model(body)
         texts = _inputs(body.get("input"))
         if len(texts) > self.state.limits.max_inputs:
-            raise _HttpError(400, f"too many inputs: {len(texts)} > {self.state.limits.max_inputs}")
+            raise HttpError(400, f"too many inputs: {len(texts)} > {self.state.limits.max_inputs}")
         texts, tokens = self._truncate(texts, body.get("truncate"))
         loaded = time.perf_counter_ns()
         if not texts:
@@ -281,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._require_model(body)
         prompt = body.get("prompt") or ""
         if not isinstance(prompt, str):
-            raise _HttpError(400, "invalid prompt type")
+            raise HttpError(400, "invalid prompt type")
         if not prompt:
             return 200, {"embedding": []}, 0
         vector = np.asarray(self._compute([prompt]), dtype=np.float64)[0]
@@ -292,9 +285,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _require_model(self, body: dict[str, Any]) -> str:
         model = body.get("model")
         if not isinstance(model, str) or not model:
-            raise _HttpError(400, "model is required")
+            raise HttpError(400, "model is required")
         if _canonical(model) not in self.state.models:
-            raise _HttpError(404, f"model {json.dumps(model)} not found, try pulling it first")
+            raise HttpError(404, f"model {json.dumps(model)} not found, try pulling it first")
         return model
 
     def _truncate(self, texts: list[str], truncate: Any) -> tuple[list[str], int]:
@@ -304,7 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
             words = text.split()
             if len(words) > limit:
                 if truncate is False:
-                    raise _HttpError(400, "input exceeds maximum context length")
+                    raise HttpError(400, "input exceeds maximum context length")
                 text, words = " ".join(words[:limit]), words[:limit]
             out.append(text)
             total += len(words)
@@ -313,56 +306,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _compute(self, texts: list[str]) -> np.ndarray:
         state = self.state
         if state.hold is not None and not state.hold.wait(state.hold_timeout):
-            raise _HttpError(500, "stand-in hold timed out")
+            raise HttpError(500, "stand-in hold timed out")
         with state.embed_lock:
             matrix = np.asarray(state.embed(list(texts)), dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts):
-            raise _HttpError(
+            raise HttpError(
                 500, f"embed function returned shape {matrix.shape} for {len(texts)} texts"
             )
         return matrix
 
-    def _read_json(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > self.state.limits.max_body_bytes:
-            self.close_connection = True
-            raise _HttpError(413, f"request body too large: {length} bytes")
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
-            raise _HttpError(400, "missing request body")
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _HttpError(400, f"invalid JSON: {exc}") from exc
-        if not isinstance(body, dict):
-            raise _HttpError(400, "request body must be a JSON object")
-        return body
-
-    def _drain(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if 0 < length <= self.state.limits.max_body_bytes:
-            self.rfile.read(length)
-        elif length:
-            self.close_connection = True
-
     def _not_found(self) -> None:
         self._record(None, 0, 404)
-        self._send(404, b"404 page not found", "text/plain")
+        self.send_bytes(404, b"404 page not found", "text/plain")
 
-    def _fail(self, model: str | None, exc: _HttpError) -> None:
+    def _fail(self, model: str | None, exc: HttpError) -> None:
         self._record(model, 0, exc.status)
-        self._json(exc.status, {"error": exc.message})
-
-    def _json(self, status: int, payload: Any) -> None:
-        self._send(status, json.dumps(payload).encode("utf-8"), "application/json; charset=utf-8")
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.send_json(exc.status, {"error": exc.message})
 
     def _record(self, model: str | None, inputs: int, status: int) -> None:
         """Log before replying, so a client that has its answer also sees it logged."""
@@ -378,12 +337,12 @@ def _inputs(value: Any) -> list[str]:
         return [value] if value else []
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
-    raise _HttpError(400, "invalid input type")
+    raise HttpError(400, "invalid input type")
 
 
 def _normalize(matrix: np.ndarray) -> np.ndarray:
     if not np.isfinite(matrix).all():
-        raise _HttpError(500, "embedding contains NaN or Inf values")
+        raise HttpError(500, "embedding contains NaN or Inf values")
     norms = np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     normalised: np.ndarray = (matrix / norms).astype(np.float32)
     return normalised

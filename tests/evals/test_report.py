@@ -35,6 +35,7 @@ def hit(rank: int, chunk: str, start: int, end: int, score: float, verdict="veri
     )
 
 
+# long: one realistic report input, written out in full so every field is visible
 def sample_inputs() -> dict:
     gold = rp.GoldAnswer(doc_id=DOC, quote=QUOTE, start=QUOTE_START, end=QUOTE_START + len(QUOTE))
     questions = [

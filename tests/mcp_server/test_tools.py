@@ -2,23 +2,22 @@
 
 Every test talks MCP: ``mcp.Client(server)`` dispatches in-process (the
 2026-07-28 per-request path), ``mode="legacy"`` runs the 2025-11-25 initialize
-handshake over in-memory streams. Transports are in test_mcp_transports.py.
+handshake over in-memory streams. Transports are in test_transports.py, the
+collection pool (reloads per generation) in test_pool.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from conftest import TreeMaker
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult
+from mcp_helpers import DOCS, MODES, call, error, ok, session, tool_definitions
 
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.mcp_server import schema as mcp_schema
@@ -26,13 +25,7 @@ from groundkit.mcp_server.schema import MAX_TOP_K
 from groundkit.mcp_server.server import build_server
 from groundkit.model import OFFSET_UNIT
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "mcp_tools.json"
-MODES = ["legacy", "2026-07-28"]
-DOCS = {
-    "logs.md": "# Logs\n\n🚀 Deployment logs are kept for 30 days. Audit logs for a year.\n",
-    "oncall.md": "# On-call\n\nThe on-call engineer restarts the ingest worker.\n",
-    "notes/codes.txt": "Error E4012 means the upload quota was exceeded.\n",
-}
+SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "mcp_tools.json"
 SECRET = "TOP-SECRET-OUTSIDE-THE-ROOT"
 
 
@@ -45,41 +38,6 @@ def root(make_tree: TreeMaker) -> Path:
 def server(root: Path, home: Path) -> MCPServer:
     index("k", IndexConfig(roots=(str(root),)), home=home)
     return build_server(home=home)
-
-
-def session(server: MCPServer, body: Callable[[Client], Awaitable[Any]],
-            mode: str = "2026-07-28") -> Any:
-    async def main() -> Any:
-        async with Client(server, mode=mode) as client:
-            return await body(client)
-
-    return anyio.run(main)
-
-
-def call(server: MCPServer, tool: str, args: dict[str, Any],
-         mode: str = "2026-07-28") -> CallToolResult:
-    result: CallToolResult = session(server, lambda c: c.call_tool(tool, args), mode)
-    return result
-
-
-def ok(server: MCPServer, tool: str, args: dict[str, Any], mode: str = "2026-07-28",
-       ) -> dict[str, Any]:
-    result = call(server, tool, args, mode)
-    assert not result.is_error, result.content
-    data: dict[str, Any] = result.structured_content
-    return data
-
-
-def error(server: MCPServer, tool: str, args: dict[str, Any]) -> str:
-    result = call(server, tool, args)
-    assert result.is_error and result.structured_content is None
-    text: str = result.content[0].text  # type: ignore[union-attr]
-    return text
-
-
-def tool_definitions(server: MCPServer) -> list[dict[str, Any]]:
-    return [t.model_dump(mode="json", by_alias=True, exclude_none=True)
-            for t in anyio.run(server.list_tools)]
 
 
 def test_the_server_offers_exactly_four_tools_all_annotated_read_only(
@@ -337,52 +295,6 @@ def test_index_status_reports_counts_settings_skips_and_changes(
     assert quick["changed_since_indexing"] is None and "directory" not in quick
 
 
-def test_a_new_generation_is_noticed_reloaded_and_counted(root: Path, home: Path) -> None:
-    index("k", IndexConfig(roots=(str(root),)), home=home)
-    server = build_server(home=home)
-    assert ok(server, "search", {"query": "zeppelin"})["hits"] == []
-    before = ok(server, "index_status", {"collection": "k", "check_changes": False})["retriever"]
-    assert (before["opens"], before["bm25_loads"], before["generation_changes"]) == (1, 1, 0)
-    (root / "z.md").write_text("The zeppelin hangar.", encoding="utf-8")
-    index("k", IndexConfig(roots=(str(root),)), home=home)
-    assert ok(server, "search", {"query": "zeppelin"})["hits"][0]["path"] == "z.md"
-    after = ok(server, "index_status", {"collection": "k", "check_changes": False})["retriever"]
-    assert after["serving_generation"] == 2 and after["last_generation_change_at"]
-    assert (after["opens"], after["bm25_loads"], after["generation_changes"]) == (2, 2, 1)
-    ok(server, "search", {"query": "zeppelin"})
-    again = ok(server, "index_status", {"collection": "k", "check_changes": False})["retriever"]
-    assert (again["opens"], again["bm25_loads"]) == (2, 2)
-
-
-def test_restricting_the_server_to_named_collections_hides_the_others(
-        make_tree: TreeMaker, home: Path) -> None:
-    index("a", IndexConfig(roots=(str(make_tree({"x.md": "alpha logs"})),)), home=home)
-    index("b", IndexConfig(roots=(str(make_tree({"y.md": "beta logs"})),)), home=home)
-    other = Collection.open("b", home)
-    b_chunk = other.chunks()[0].chunk_id
-    other.close()
-    server = build_server(home=home, collections=["a"])
-    assert [c["name"] for c in ok(server, "list_collections", {})["collections"]] == ["a"]
-    assert [h["collection"] for h in ok(server, "search", {"query": "logs"})["hits"]] == ["a"]
-    assert "unknown collection 'b'" in error(server, "search",
-                                             {"query": "logs", "collections": ["b"]})
-    out = ok(server, "fetch_chunk", {"chunk_id": b_chunk})
-    assert out["status"] == "unresolvable" and out["stored_text"] is None
-
-
-def test_an_unknown_restricted_collection_fails_at_startup(home: Path) -> None:
-    from groundkit.errors import CollectionNotFoundError
-
-    with pytest.raises(CollectionNotFoundError):
-        build_server(home=home, collections=["missing"])
-
-
-def test_an_empty_home_lists_nothing_and_search_says_why(home: Path) -> None:
-    server = build_server(home=home)
-    assert ok(server, "list_collections", {})["collections"] == []
-    assert "no collections" in error(server, "search", {"query": "logs"})
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_both_protocol_revisions_negotiate_and_call_every_tool(
         server: MCPServer, mode: str) -> None:
@@ -395,23 +307,3 @@ def test_both_protocol_revisions_negotiate_and_call_every_tool(
 
     version, errors = session(server, body, mode)
     assert version == {"legacy": "2025-11-25"}.get(mode, mode) and errors == [False] * 3
-
-
-def test_a_collection_in_use_stays_open_until_its_last_lease_ends(
-        root: Path, home: Path) -> None:
-    import sqlite3
-
-    from groundkit.mcp_server.server import CollectionPool
-
-    index("k", IndexConfig(roots=(str(root),)), home=home)
-    pool = CollectionPool(home=home)
-    with pool.lease("k", bm25=True) as old:
-        (root / "z.md").write_text("zeppelin", encoding="utf-8")
-        index("k", IndexConfig(roots=(str(root),)), home=home)
-        with pool.lease("k", bm25=True) as new:
-            assert new.generation == old.generation + 1 and new.search("zeppelin")
-        assert old.search("logs") and not old.search("zeppelin")  # its own snapshot
-    with pytest.raises(sqlite3.ProgrammingError):
-        old.snapshot.conn.execute("SELECT 1")
-    with pool.lease("k") as again:
-        assert again is new

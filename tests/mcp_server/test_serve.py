@@ -14,7 +14,7 @@ from groundkit.cli import main
 from groundkit.collection import IndexConfig, index
 from groundkit.mcp_server.http import HttpGuard, HttpOptions, bind
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TOKEN = "a-token-of-enough-length"
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from groundkit.collection import IndexConfig, index
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOCS = {"logs.md": "# Logs\n\nDeployment logs are kept for 30 days.\n",
         "oncall.md": "The on-call engineer restarts the ingest worker.\n"}
 

@@ -145,7 +145,7 @@ def test_importing_the_dense_modules_imports_no_optional_dependency() -> None:
         "    import groundkit.retrieval.bm25\n"
         f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
     )
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,

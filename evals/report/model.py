@@ -1,0 +1,107 @@
+"""The report's inputs as values: questions with gold answers, hits, stage results, provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evals.score import metrics
+from groundkit.errors import GroundkitError
+
+VERDICTS = ("verified", "drifted", "unresolvable")
+
+
+class ReportError(GroundkitError, ValueError):
+    """Report inputs that do not fit together, or a report that fails its schema."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoldAnswer:
+    """A quote that answers a question: ``document[start:end] == quote``."""
+
+    doc_id: str
+    quote: str
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start < self.end or self.end - self.start != len(self.quote):
+            raise ReportError(f"gold span [{self.start}, {self.end}) does not fit its quote")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    """A golden question; it is judged when it has gold answers."""
+
+    query_id: str
+    text: str
+    kind: str
+    traits: tuple[str, ...] = ()
+    gold: tuple[GoldAnswer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HitRecord:
+    """One retrieved chunk as the report shows it; ``verdict`` from verification."""
+
+    rank: int
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    score: float
+    text: str
+    verdict: str | None = None
+
+    @classmethod
+    def from_hit(cls, hit: Mapping[str, Any], verdict: str | None = None) -> HitRecord:
+        """The record of a hit in its one serialised form (:meth:`groundkit.model.Hit.to_dict`)."""
+        return cls(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id=hit["path"],
+                   start=hit["start"], end=hit["end"], score=hit["score"], text=hit["text"],
+                   verdict=verdict)
+
+    def __post_init__(self) -> None:
+        if self.rank < 1 or not 0 <= self.start <= self.end:
+            raise ReportError(f"hit {self.chunk_id!r}: bad rank or span")
+        if self.verdict is not None and self.verdict not in VERDICTS:
+            raise ReportError(f"hit {self.chunk_id!r}: verdict must be one of {VERDICTS}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageResult:
+    """One stage's output: every question's hits in rank order (up to the run depth).
+
+    ``qrels`` judges this stage's chunks when stages chunk differently (each
+    chunking has its own quote-derived judgments); by default the report's.
+    """
+
+    name: str
+    description: str
+    config: Mapping[str, Any]
+    hits: Mapping[str, Sequence[HitRecord]]
+    qrels: metrics.Qrels | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
+    """What was evaluated, with what: stable across runs of the same input."""
+
+    golden_version: str
+    golden_manifest_sha256: str
+    groundkit_version: str
+    git_commit: str | None
+    python: str
+    libraries: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Measures, statistics parameters, seed, and how many hits the drill-down keeps."""
+
+    measures: tuple[str, ...] = metrics.DEFAULT_MEASURES
+    seed: int = 0
+    resamples: int = 10_000
+    permutations: int = 10_000
+    confidence: float = 0.95
+    hits_shown: int = 10
