@@ -44,7 +44,7 @@ browser: ## install headless Chromium (Debian) for the HTML report test, if miss
 	  else echo "chromium not installed and cannot apt-get it: the browser test will skip"; fi; }
 
 lint: $(STAMP) ## ruff over the code
-	$(VENV)/bin/ruff check groundkit evals tests bench
+	$(VENV)/bin/ruff check groundkit evals tests bench golden/tools
 
 typecheck: $(STAMP) ## mypy (strict) over groundkit/
 	$(VENV)/bin/mypy groundkit

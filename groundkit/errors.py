@@ -6,7 +6,19 @@ Subclasses also inherit the builtin they refine, so callers that already catch
 *not* an error: verification returns a :class:`groundkit.model.Verdict`.
 
 Each class carries ``exit_code``: the CLI maps it to the process exit status
-(documented in ``docs/cli.md``).
+(documented in ``docs/cli.md``)::
+
+    GroundkitError            1  anything else deliberate
+    InvalidSpanError          1  a chunk or chunk id that does not fit its document
+    DecodeError               1  bytes that are not text in a supported encoding
+    UsageError                2  a bad option, query or argument
+    CollectionNotFoundError   3  no such collection
+    ChunkNotFoundError        3  no such chunk
+    IndexMismatchError        4  a derived index of another generation or identity
+    IntegrityError            4  a store, manifest or checksum that fails its check
+    MissingDependencyError    5  an optional extra is not installed (names the command)
+    ProviderError             6  an embedding server or model is missing or failed
+    CollectionBusyError       7  another process is indexing the collection
 """
 
 from __future__ import annotations
@@ -27,9 +39,13 @@ class UsageError(GroundkitError, ValueError):
 class InvalidSpanError(GroundkitError, ValueError):
     """A chunk whose offsets do not slice its text out of its document."""
 
+    exit_code = 1
+
 
 class DecodeError(GroundkitError, ValueError):
     """Bytes that are binary or not valid text in a supported encoding (the file is skipped)."""
+
+    exit_code = 1
 
 
 class CollectionNotFoundError(GroundkitError, LookupError):
