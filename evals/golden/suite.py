@@ -200,7 +200,8 @@ def questions_of(golden: Golden) -> list[rpt.Question]:
     return [
         rpt.Question(query_id=q.id, text=q.question, kind=q.kind, traits=tuple(q.traits),
                      gold=tuple(rpt.GoldAnswer(doc_id=a.doc_id, quote=a.quote, start=a.start,
-                                               end=a.end) for a in q.answers))
+                                               end=a.end) for a in q.answers),
+                     domain=q.domain, split=q.split)
         for q in golden.questions
     ]
 

@@ -48,26 +48,112 @@ tr.rel1>td:first-child,tr.rel2>td:first-child{box-shadow:inset 3px 0 var(--good)
 SCRIPT = """
 (function () {
   "use strict";
+  var data = JSON.parse(document.getElementById("drilldown").textContent);
   var text = document.getElementById("filter-text");
   var kind = document.getElementById("filter-kind");
   var differs = document.getElementById("filter-differs");
   var count = document.getElementById("filter-count");
   var items = Array.prototype.slice.call(document.querySelectorAll("details.question"));
+  function el(tag, cls, content) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (content !== undefined) { node.textContent = content; }
+    return node;
+  }
+  function marked(passage, gold) {
+    // Code-point offsets: slice Array.from(text), not the UTF-16 string.
+    var chars = Array.from(passage[3]), spans = [], out = el("td", "text"), cursor = 0;
+    gold.forEach(function (g) {
+      if (g[0] === passage[0] && g[1] < passage[2] && passage[1] < g[2]) {
+        spans.push([Math.max(g[1], passage[1]) - passage[1],
+                    Math.min(g[2], passage[2]) - passage[1]]);
+      }
+    });
+    spans.sort(function (a, b) { return a[0] - b[0]; });
+    var merged = [];
+    spans.forEach(function (s) {
+      var start = Math.max(0, s[0]), end = Math.min(chars.length, s[1]);
+      var last = merged[merged.length - 1];
+      if (last && start <= last[1]) { last[1] = Math.max(last[1], end); }
+      else if (start < end) { merged.push([start, end]); }
+    });
+    merged.forEach(function (m) {
+      out.appendChild(document.createTextNode(chars.slice(cursor, m[0]).join("")));
+      out.appendChild(el("mark", "", chars.slice(m[0], m[1]).join("")));
+      cursor = m[1];
+    });
+    out.appendChild(document.createTextNode(chars.slice(cursor).join("")));
+    return out;
+  }
+  function stageBlock(body, name, entry, gold) {
+    if (entry[0]) {
+      body.appendChild(el("h4", "", name));
+      body.appendChild(el("p", "abstained", "abstained (returned nothing)"));
+      return;
+    }
+    var head = el("h4", "", name + " ");
+    head.appendChild(el("span", "desc", "top " + entry[3].length + " of " + entry[1] +
+                        (entry[2] ? " · " + entry[2] : "")));
+    body.appendChild(head);
+    var table = el("table", "hits"), row = el("tr");
+    ["rank", "chunk", "score", "rel", "verdict", "text (gold overlap marked)"].forEach(
+      function (h) { row.appendChild(el("th", "", h)); });
+    table.appendChild(el("thead")).appendChild(row);
+    var rows = table.appendChild(el("tbody"));
+    entry[3].forEach(function (h) {
+      var p = data.passages[h[2]], tr = el("tr", "rel" + Math.min(h[4], 2)), cell = el("td");
+      tr.appendChild(el("td", "", String(h[0])));
+      cell.appendChild(el("code", "", h[1]));
+      cell.appendChild(el("div", "desc", p[0] + " [" + p[1] + ", " + p[2] + ")"));
+      tr.appendChild(cell);
+      tr.appendChild(el("td", "", String(h[3])));
+      tr.appendChild(el("td", "", String(h[4])));
+      tr.appendChild(el("td", "verdict " + h[5], h[5]));
+      tr.appendChild(marked(p, gold));
+      rows.appendChild(tr);
+    });
+    body.appendChild(table);
+  }
+  function render(details) {
+    var body = details.querySelector(".body");
+    if (body.childNodes.length) { return; }
+    var q = data.questions[Number(details.dataset.index)];
+    var facts = "traits: " + (q.traits.join(", ") || "none");
+    if (q.domain) { facts += " · domain: " + q.domain; }
+    if (q.split) { facts += " · split: " + q.split; }
+    body.appendChild(el("p", "traits", facts));
+    body.appendChild(el("h4", "", "Gold"));
+    var list = body.appendChild(el("ul", "gold"));
+    if (!q.gold.length) {
+      list.appendChild(el("li", "", "none: the corpus cannot answer this question"));
+    }
+    q.gold.forEach(function (g) {
+      var li = el("li");
+      li.appendChild(el("span", "where", g[0] + " [" + g[1] + ", " + g[2] + ") "));
+      li.appendChild(el("q", "", g[3]));
+      list.appendChild(li);
+    });
+    data.stages.forEach(function (name, i) { stageBlock(body, name, q.stages[i], q.gold); });
+  }
   function apply() {
     var needle = text.value.trim().toLowerCase();
-    var shown = 0;
-    items.forEach(function (el) {
-      var ok = (!needle || el.dataset.search.indexOf(needle) !== -1) &&
-        (!kind.value || el.dataset.kind === kind.value) &&
-        (!differs.checked || el.dataset.differs === "1");
-      el.hidden = !ok;
-      if (ok) { shown += 1; }
+    var shown = [];
+    items.forEach(function (d) {
+      var ok = (!needle || d.dataset.search.indexOf(needle) !== -1) &&
+        (!kind.value || d.dataset.kind === kind.value) &&
+        (!differs.checked || d.dataset.differs === "1");
+      d.hidden = !ok;
+      if (ok) { shown.push(d); }
     });
-    count.textContent = shown + " of " + items.length + " questions";
+    count.textContent = shown.length + " of " + items.length + " questions";
+    return shown;
   }
   function setAll(open) {
-    items.forEach(function (el) { if (!el.hidden) { el.open = open; } });
+    items.forEach(function (d) { if (!d.hidden) { d.open = open; } });
   }
+  items.forEach(function (d) {
+    d.addEventListener("toggle", function () { if (d.open) { render(d); } });
+  });
   var hash = "";
   try { hash = decodeURIComponent(window.location.hash.slice(1)); } catch (e) { hash = ""; }
   if (hash.indexOf("q=") === 0) { text.value = hash.slice(2); }
@@ -76,6 +162,7 @@ SCRIPT = """
   differs.addEventListener("change", apply);
   document.getElementById("expand-all").addEventListener("click", function () { setAll(true); });
   document.getElementById("collapse-all").addEventListener("click", function () { setAll(false); });
-  apply();
+  var first = apply();
+  if (text.value && first.length === 1) { first[0].open = true; render(first[0]); }
 })();
 """

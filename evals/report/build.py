@@ -3,7 +3,9 @@
 :func:`build_report` turns plain inputs (questions, qrels, each stage's ranked
 hits) into the report dict: per-stage metrics and abstention, comparisons with
 the baseline stage (Holm-adjusted across the whole report), breakdowns by
-question kind and trait, and a per-question drill-down. :func:`write_json`
+question kind, trait and domain, and a per-question drill-down whose hits name
+their passage (document, span, text) by index into one ``passages`` table, so a
+passage shown by many stages and questions is stored once. :func:`write_json`
 (:mod:`.files`) validates it against ``schema/report.schema.json`` and writes it.
 
 Determinism: for a fixed input the output is byte-identical except the ``run``
@@ -23,7 +25,7 @@ from evals.score import metrics, stats
 from groundkit.model import OFFSET_UNIT
 
 from .files import SCHEMA_VERSION, canonical, run_metadata
-from .model import Provenance, Question, ReportError, Settings, StageResult
+from .model import HitRecord, Provenance, Question, ReportError, Settings, StageResult
 
 
 def build_report(
@@ -48,6 +50,13 @@ def build_report(
     if not judged:
         raise ReportError("no question has a gold answer: there is nothing to measure")
     scores = {s.name: _stage_scores(s, qrels, judged, measures) for s in stages}
+    passages = _Passages()
+    breakdowns = {
+        "kind": _breakdown(by_id, judged, scores, lambda q: (q.kind,)),
+        "trait": _breakdown(by_id, judged, scores, lambda q: q.traits),
+    }
+    if any(q.domain for q in questions):
+        breakdowns["domain"] = _breakdown(by_id, judged, scores, lambda q: (q.domain,))
     report = {
         "schema_version": SCHEMA_VERSION,
         "run": dict(run) if run is not None else run_metadata(),
@@ -65,13 +74,12 @@ def build_report(
         "baseline": baseline,
         "stages": [_stage_block(s, scores[s.name], by_id, judged) for s in stages],
         "comparisons": _comparisons(stages, baseline, scores, measures, settings),
-        "breakdowns": {
-            "kind": _breakdown(by_id, judged, scores, lambda q: (q.kind,)),
-            "trait": _breakdown(by_id, judged, scores, lambda q: q.traits),
-        },
+        "breakdowns": breakdowns,
         "questions": [
-            _question_block(by_id[q], stages, scores, qrels, settings) for q in sorted(by_id)
+            _question_block(by_id[q], stages, scores, qrels, settings, passages)
+            for q in sorted(by_id)
         ],
+        "passages": passages.rows,
     }
     built: dict[str, Any] = canonical(report)
     return built
@@ -194,12 +202,29 @@ def _breakdown(
     }
 
 
+class _Passages:
+    """The passages shown hits point at, each stored once, numbered in order of first use."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self._index: dict[tuple[str, int, int, str], int] = {}
+
+    def index(self, hit: HitRecord) -> int:
+        key = (hit.doc_id, hit.start, hit.end, hit.text)
+        if key not in self._index:
+            self._index[key] = len(self.rows)
+            self.rows.append({"doc_id": hit.doc_id, "start": hit.start, "end": hit.end,
+                              "text": hit.text})
+        return self._index[key]
+
+
 def _question_block(
     question: Question,
     stages: Sequence[StageResult],
     scores: Mapping[str, metrics.PerQuery],
     qrels: metrics.Qrels,
     settings: Settings,
+    passages: _Passages,
 ) -> dict[str, Any]:
     per_stage = {}
     for stage in stages:
@@ -211,7 +236,9 @@ def _question_block(
             "retrieved": len(hits),
             "scores": {m: v[question.query_id] for m, v in per.items()} if question.gold else {},
             "hits": [
-                {**asdict(h), "relevance": int(judgments.get(h.chunk_id, 0))}
+                {"rank": h.rank, "chunk_id": h.chunk_id, "passage": passages.index(h),
+                 "score": h.score, "verdict": h.verdict,
+                 "relevance": int(judgments.get(h.chunk_id, 0))}
                 for h in hits[: settings.hits_shown]
             ],
         }
@@ -220,6 +247,8 @@ def _question_block(
         "text": question.text,
         "kind": question.kind,
         "traits": list(question.traits),
+        "domain": question.domain,
+        "split": question.split,
         "judged": bool(question.gold),
         "gold": [asdict(g) for g in question.gold],
         "stages": per_stage,

@@ -17,7 +17,7 @@ import jsonschema
 
 from .model import ReportError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DECIMALS = 6
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 LIBRARIES = ("groundkit", "numpy", "scipy", "ir-measures", "pytrec-eval-terrier", "jsonschema")

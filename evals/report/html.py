@@ -1,7 +1,8 @@
 """Render a report JSON to one self-contained HTML page that works offline.
 
-No network at view time: inline CSS, inline SVG plots drawn here, and a few
-lines of vanilla JavaScript for the drill-down filter. A Content-Security-Policy
+No network at view time: inline CSS, inline SVG plots drawn here, and a little
+vanilla JavaScript for the drill-down (the filter, and each question's body
+built from an inline JSON data block when it is opened). A Content-Security-Policy
 forbids every external load and allows only this module's own style and script
 (by hash), so even text that escaped escaping could not run. All report text is
 untrusted (it comes from the user's documents) and is escaped everywhere.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -235,7 +237,7 @@ def _breakdowns(report: Report) -> str:
     measures: list[str] = report["measures"]
     head = "".join(f'<th scope="col">{_e(m)}</th>' for m in measures)
     tables = []
-    for axis in ("kind", "trait"):
+    for axis in [a for a in ("kind", "trait", "domain") if a in report["breakdowns"]]:
         rows = []
         for group in sorted(report["breakdowns"][axis]):
             entry = report["breakdowns"][axis][group]
@@ -257,13 +259,19 @@ def _breakdowns(report: Report) -> str:
 
 
 def _drilldown(report: Report) -> str:
+    """One line per question; each body is built by the page's script when it is opened.
+
+    The bodies' data (gold spans, each stage's shown hits, and every passage once)
+    is one JSON data block: a passage shown by eleven stages is stored once, not
+    eleven times, so the page stays small at golden v2's size.
+    """
     kinds = sorted({q["kind"] for q in report["questions"]})
     options = "".join(f'<option value="{_e(k)}">{_e(k)}</option>' for k in kinds)
     primary = _primary_measure(report)
-    items = "".join(_question(report, q, primary) for q in report["questions"])
+    items = "".join(_question(report, i, q, primary) for i, q in enumerate(report["questions"]))
     return (
         '<section><h2>Questions</h2><div class="filters">'
-        '<input id="filter-text" type="search" placeholder="filter by id, text or trait" '
+        '<input id="filter-text" type="search" placeholder="filter by id, text, trait or domain" '
         'aria-label="filter questions">'
         f'<select id="filter-kind" aria-label="kind"><option value="">every kind</option>'
         f'{options}</select><label><input id="filter-differs" type="checkbox"> only where a '
@@ -272,7 +280,32 @@ def _drilldown(report: Report) -> str:
         '<button id="collapse-all" type="button">collapse</button>'
         '<span id="filter-count"></span></div>'
         f'<div id="questions">{items}</div></section>'
+        f'<script type="application/json" id="drilldown">{_drilldown_data(report)}</script>'
     )
+
+
+def _drilldown_data(report: Report) -> str:
+    """The bodies' data as compact JSON that cannot close its script element."""
+    stages = [s["name"] for s in report["stages"]]
+    data = {
+        "stages": stages,
+        "passages": [[p["doc_id"], p["start"], p["end"], p["text"]] for p in report["passages"]],
+        "questions": [
+            {"gold": [[g["doc_id"], g["start"], g["end"], g["quote"]] for g in q["gold"]],
+             "traits": q["traits"], "domain": q["domain"], "split": q["split"],
+             "stages": [_stage_data(q["stages"][name]) for name in stages]}
+            for q in report["questions"]
+        ],
+    }
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _stage_data(entry: Mapping[str, Any]) -> list[Any]:
+    hits = [[h["rank"], h["chunk_id"], h["passage"], float(f"{h['score']:.4g}"), h["relevance"],
+             h["verdict"] or "unchecked"] for h in entry["hits"]]
+    return [int(entry["abstained"]), entry["retrieved"],
+            " · ".join(f"{m} {_num(v)}" for m, v in entry["scores"].items()), hits]
 
 
 def _outcome(entry: Mapping[str, Any], primary: str) -> str:
@@ -282,71 +315,17 @@ def _outcome(entry: Mapping[str, Any], primary: str) -> str:
     return "abstained" if entry["abstained"] else f"{entry['retrieved']} hits"
 
 
-def _question(report: Report, q: Mapping[str, Any], primary: str) -> str:
+def _question(report: Report, index: int, q: Mapping[str, Any], primary: str) -> str:
     baseline = report["baseline"]
     stages = [s["name"] for s in report["stages"]]
     outcome = {s: _outcome(q["stages"][s], primary) for s in stages}
     differs = any(outcome[s] != outcome[baseline] for s in stages)
     badges = "".join(f'<span class="badge">{_e(s)} {outcome[s]}</span>' for s in stages)
-    search = " ".join([q["query_id"], q["text"], *q["traits"]]).lower()
-    gold = (
-        "".join(
-            f'<li><span class="where">{_e(g["doc_id"])} [{g["start"]}, {g["end"]})</span> '
-            f"<q>{_e(g['quote'])}</q></li>"
-            for g in q["gold"]
-        )
-        or "<li>none: the corpus cannot answer this question</li>"
-    )
-    per_stage = "".join(_question_stage(name, q["stages"][name], q["gold"]) for name in stages)
+    search = " ".join([q["query_id"], q["text"], *q["traits"], q["domain"]]).lower()
     return (
         f'<details class="question" id="q-{_e(q["query_id"])}" data-kind="{_e(q["kind"])}" '
-        f'data-differs="{int(differs)}" data-search="{_e(search)}"><summary>'
+        f'data-differs="{int(differs)}" data-search="{_e(search)}" data-index="{index}"><summary>'
         f'<code>{_e(q["query_id"])}</code> <span class="kind">{_e(q["kind"])}</span> '
         f'{_e(q["text"])} <span class="badges">{badges}</span></summary>'
-        f'<div class="body"><p class="traits">traits: {_e(", ".join(q["traits"]) or "none")}'
-        f'</p><h4>Gold</h4><ul class="gold">{gold}</ul>{per_stage}</div></details>'
+        '<div class="body"></div></details>'
     )
-
-
-def _question_stage(name: str, entry: Mapping[str, Any], gold: Sequence[Mapping[str, Any]]) -> str:
-    scores = " · ".join(f"{_e(m)} {_num(v)}" for m, v in entry["scores"].items())
-    if entry["abstained"]:
-        return f'<h4>{_e(name)}</h4><p class="abstained">abstained (returned nothing)</p>'
-    rows = "".join(
-        f'<tr class="rel{min(h["relevance"], 2)}"><td>{h["rank"]}</td>'
-        f'<td><code>{_e(h["chunk_id"])}</code><div class="desc">{_e(h["doc_id"])} '
-        f"[{h['start']}, {h['end']})</div></td><td>{h['score']:.4g}</td><td>{h['relevance']}</td>"
-        f'<td class="verdict {_e(h["verdict"] or "unchecked")}">{_e(h["verdict"] or "unchecked")}'
-        f'</td><td class="text">{highlight(h, gold)}</td></tr>'
-        for h in entry["hits"]
-    )
-    shown = f"top {len(entry['hits'])} of {entry['retrieved']}"
-    return (
-        f'<h4>{_e(name)} <span class="desc">{shown}{" · " + scores if scores else ""}</span></h4>'
-        '<table class="hits"><thead><tr><th>rank</th><th>chunk</th><th>score</th><th>rel</th>'
-        "<th>verdict</th><th>text (gold overlap marked)</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
-
-
-def highlight(hit: Mapping[str, Any], gold: Sequence[Mapping[str, Any]]) -> str:
-    """The hit's text, escaped, with its overlap with any gold span in ``<mark>``."""
-    text: str = hit["text"]
-    spans = sorted(
-        (max(g["start"], hit["start"]) - hit["start"], min(g["end"], hit["end"]) - hit["start"])
-        for g in gold
-        if g["doc_id"] == hit["doc_id"] and g["start"] < hit["end"] and hit["start"] < g["end"]
-    )
-    merged: list[list[int]] = []
-    for start, end in spans:
-        start, end = max(0, start), min(len(text), end)
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        elif start < end:
-            merged.append([start, end])
-    out, cursor = [], 0
-    for start, end in merged:
-        out.append(_e(text[cursor:start]) + "<mark>" + _e(text[start:end]) + "</mark>")
-        cursor = end
-    out.append(_e(text[cursor:]))
-    return "".join(out)

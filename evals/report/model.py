@@ -39,6 +39,9 @@ class Question:
     kind: str
     traits: tuple[str, ...] = ()
     gold: tuple[GoldAnswer, ...] = ()
+    domain: str = ""
+    split: str = ""
+    """``train``, ``calibration`` or ``test`` (golden v2 on); "" when the suite has no split."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,7 +62,8 @@ def test_hits_are_judged_by_the_datasets_doc_ids(tmp_path: Path, beir_dir: Path)
     hit = question["stages"]["bm25"]["hits"][0]
     run = trec.read_run(tmp_path / "out" / "runs" / "syn" / "bm25.trec")
     assert hit["chunk_id"] in run[question["query_id"]]
-    assert hit["doc_id"].endswith(".txt") and hit["text"]
+    passage = report["passages"][hit["passage"]]
+    assert passage["doc_id"].endswith(".txt") and passage["text"]
 
 
 def test_an_external_trec_run_scores_beside_the_stages(tmp_path: Path, beir_dir: Path) -> None:

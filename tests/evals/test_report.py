@@ -108,7 +108,7 @@ def test_a_built_report_matches_the_schema():
     report = build()
 
     rp.validate(report)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["measures"] == list(DEFAULT_MEASURES)
     assert report["offset_unit"] == "codepoint"
 
@@ -262,7 +262,7 @@ def test_an_invalid_report_is_rejected_before_anything_is_written(tmp_path):
 @pytest.mark.parametrize(
     ("path", "value"),
     [
-        (("schema_version",), 2),
+        (("schema_version",), 1),
         (("questions", 0, "stages", "bm25", "hits", 0, "verdict"), "probably fine"),
         (("comparisons", 0, "p_holm"), 1.5),
         (("baseline",), "dense"),
