@@ -177,6 +177,18 @@ def test_question_bodies_are_left_to_the_script():
     assert page.count('<div class="body"></div>') == len(QUESTIONS)
 
 
+def test_the_command_renders_a_saved_report_and_rejects_an_invalid_one(tmp_path, capsys):
+    saved = rp.write_json(sample_report(), tmp_path / "r.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}", encoding="utf-8")
+
+    assert main(["export", "--report", str(saved), "--html", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main(["export", "--report", str(broken), "--html", str(tmp_path / "x.html")]) == 1
+    assert "schema" in capsys.readouterr().err
+    assert main(["export", "--report", str(saved)]) == 2
+
+
 def require_browser() -> str:
     if CHROMIUM is None:
         message = "chromium is not installed (apt-get install chromium)"
