@@ -186,13 +186,18 @@ class _CollectionRun:
             self.snapshot.query_embedder().prime(queries)
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
+        """Full records (passage, verdict) for the top ``shown``; ids and scores for the rest."""
         scored = self.retriever.search(question.text, depth)
-        stored = self.snapshot.stored_chunks([s.position for s in scored])
+        stored = self.snapshot.stored_chunks([s.position for s in scored[:shown]])
         records = []
-        for rank, (s, item) in enumerate(zip(scored, stored, strict=True), start=1):
-            verdict = self.snapshot.verify(item).status.value if rank <= shown else None
+        for rank, (s, item) in enumerate(zip(scored, stored, strict=False), start=1):
             hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)
+            verdict = self.snapshot.verify(item).status.value
             records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name), verdict))
+        ids = self.snapshot.chunk_ids()
+        records += [rpt.HitRecord(rank=rank, chunk_id=ids[s.position], doc_id="", start=0, end=0,
+                                  score=s.score, text="")
+                    for rank, s in enumerate(scored[shown:], start=len(records) + 1)]
         return records
 
 

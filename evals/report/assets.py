@@ -54,6 +54,14 @@ SCRIPT = """
   var differs = document.getElementById("filter-differs");
   var count = document.getElementById("filter-count");
   var items = Array.prototype.slice.call(document.querySelectorAll("details.question"));
+  var segmentChars = {};
+  function passage(index) {
+    // [doc_id, start, end, text]: a slice, in code points, of a stitched segment.
+    var p = data.passages[index], seg = data.segments[p[0]];
+    if (!segmentChars[p[0]]) { segmentChars[p[0]] = Array.from(seg[2]); }
+    var chars = segmentChars[p[0]].slice(p[1], p[1] + p[2]);
+    return [seg[0], seg[1] + p[1], seg[1] + p[1] + p[2], chars.join("")];
+  }
   function el(tag, cls, content) {
     var node = document.createElement(tag);
     if (cls) { node.className = cls; }
@@ -92,23 +100,25 @@ SCRIPT = """
       return;
     }
     var head = el("h4", "", name + " ");
+    var scores = entry[2] ? data.measures.map(function (m, i) {
+      return m + " " + entry[2][i].toFixed(3);
+    }).join(" · ") : "";
     head.appendChild(el("span", "desc", "top " + entry[3].length + " of " + entry[1] +
-                        (entry[2] ? " · " + entry[2] : "")));
+                        (scores ? " · " + scores : "")));
     body.appendChild(head);
     var table = el("table", "hits"), row = el("tr");
-    ["rank", "chunk", "score", "rel", "verdict", "text (gold overlap marked)"].forEach(
+    ["rank", "passage", "score", "rel", "verdict", "text (gold overlap marked)"].forEach(
       function (h) { row.appendChild(el("th", "", h)); });
     table.appendChild(el("thead")).appendChild(row);
     var rows = table.appendChild(el("tbody"));
-    entry[3].forEach(function (h) {
-      var p = data.passages[h[2]], tr = el("tr", "rel" + Math.min(h[4], 2)), cell = el("td");
-      tr.appendChild(el("td", "", String(h[0])));
-      cell.appendChild(el("code", "", h[1]));
-      cell.appendChild(el("div", "desc", p[0] + " [" + p[1] + ", " + p[2] + ")"));
-      tr.appendChild(cell);
-      tr.appendChild(el("td", "", String(h[3])));
-      tr.appendChild(el("td", "", String(h[4])));
-      tr.appendChild(el("td", "verdict " + h[5], h[5]));
+    entry[3].forEach(function (h, i) {
+      var p = passage(h[0]), tr = el("tr", "rel" + Math.min(h[2], 2));
+      var verdict = data.verdicts[h[3]];
+      tr.appendChild(el("td", "", String(i + 1)));
+      tr.appendChild(el("td", "desc", p[0] + " [" + p[1] + ", " + p[2] + ")"));
+      tr.appendChild(el("td", "", String(h[1])));
+      tr.appendChild(el("td", "", String(h[2])));
+      tr.appendChild(el("td", "verdict " + verdict, verdict));
       tr.appendChild(marked(p, gold));
       rows.appendChild(tr);
     });

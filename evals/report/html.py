@@ -284,16 +284,27 @@ def _drilldown(report: Report) -> str:
     )
 
 
+VERDICT_CODES = ("unchecked", "verified", "drifted", "unresolvable")
+
+
 def _drilldown_data(report: Report) -> str:
-    """The bodies' data as compact JSON that cannot close its script element."""
+    """The bodies' data as compact JSON that cannot close its script element.
+
+    Passages are stitched into *segments*: the overlapping chunks of one document
+    (several chunkings, several stages) become one stretch of its text, and a
+    passage is (segment, offset, length) in code points. Passages whose texts do
+    not agree where they overlap (snippets of external documents) keep their own.
+    """
     stages = [s["name"] for s in report["stages"]]
+    measures = list(report["measures"])
+    segments, passages = _segments(report["passages"])
     data = {
-        "stages": stages,
-        "passages": [[p["doc_id"], p["start"], p["end"], p["text"]] for p in report["passages"]],
+        "stages": stages, "measures": measures, "verdicts": list(VERDICT_CODES),
+        "segments": segments, "passages": passages,
         "questions": [
             {"gold": [[g["doc_id"], g["start"], g["end"], g["quote"]] for g in q["gold"]],
              "traits": q["traits"], "domain": q["domain"], "split": q["split"],
-             "stages": [_stage_data(q["stages"][name]) for name in stages]}
+             "stages": [_stage_data(q["stages"][name], measures) for name in stages]}
             for q in report["questions"]
         ],
     }
@@ -301,11 +312,33 @@ def _drilldown_data(report: Report) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _stage_data(entry: Mapping[str, Any]) -> list[Any]:
-    hits = [[h["rank"], h["chunk_id"], h["passage"], float(f"{h['score']:.4g}"), h["relevance"],
-             h["verdict"] or "unchecked"] for h in entry["hits"]]
-    return [int(entry["abstained"]), entry["retrieved"],
-            " · ".join(f"{m} {_num(v)}" for m, v in entry["scores"].items()), hits]
+def _segments(rows: Sequence[Mapping[str, Any]]) -> tuple[list[list[Any]], list[list[int]]]:
+    """``([doc_id, start, text] segments, [segment, offset, length] per passage)``."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["doc_id"], rows[i]["start"],
+                                                     rows[i]["end"]))
+    segments: list[list[Any]] = []
+    located: dict[int, list[int]] = {}
+    for i in order:
+        row = rows[i]
+        doc, start, text = row["doc_id"], row["start"], row["text"]
+        last = segments[-1] if segments else None
+        if last is not None and last[0] == doc and start <= last[1] + len(last[2]):
+            offset = start - last[1]
+            shared = last[2][offset:offset + len(text)]
+            if text.startswith(shared):
+                last[2] += text[len(shared):]
+                located[i] = [len(segments) - 1, offset, len(text)]
+                continue
+        segments.append([doc, start, text])
+        located[i] = [len(segments) - 1, 0, len(text)]
+    return segments, [located[i] for i in range(len(rows))]
+
+
+def _stage_data(entry: Mapping[str, Any], measures: Sequence[str]) -> list[Any]:
+    hits = [[h["passage"], float(f"{h['score']:.4g}"), h["relevance"],
+             VERDICT_CODES.index(h["verdict"] or "unchecked")] for h in entry["hits"]]
+    scores = [entry["scores"][m] for m in measures] if entry["scores"] else None
+    return [int(entry["abstained"]), entry["retrieved"], scores, hits]
 
 
 def _outcome(entry: Mapping[str, Any], primary: str) -> str:

@@ -167,9 +167,13 @@ def test_a_passage_shown_by_every_stage_is_stored_once():
     page = render(report)
     shown = sum(len(q["stages"][s]["hits"]) for q in report["questions"] for s in q["stages"])
     assert len(report["passages"]) < shown
-    text = report["passages"][0]["text"]
     data = json.loads(page.split('id="drilldown">', 1)[1].split("</script>", 1)[0])
-    assert [p[3] for p in data["passages"]].count(text) == 1
+    stored = sum(len(segment[2]) for segment in data["segments"])
+    assert stored <= sum(len(DOCS[d]) for d in DOCS)  # overlapping chunks are stitched
+    for row, (segment, offset, length) in zip(report["passages"], data["passages"], strict=True):
+        doc_id, start, text = data["segments"][segment]
+        assert (doc_id, start + offset) == (row["doc_id"], row["start"])
+        assert text[offset:offset + length] == row["text"]
 
 
 def test_question_bodies_are_left_to_the_script():
@@ -276,3 +280,14 @@ def test_hostile_text_in_an_opened_question_stays_text(tmp_path):
     body = dom.split('id="q-q04"', 1)[1].split("</details>", 1)[0]
     assert "hr/&lt;leave&gt;.md" in body and "&lt;img src=x" in body
     assert "<img" not in dom
+
+
+def test_passages_that_disagree_where_they_overlap_keep_their_own_text():
+    from evals.report.html import _segments
+
+    rows = [{"doc_id": "d", "start": 0, "end": 5, "text": "abcde"},
+            {"doc_id": "d", "start": 3, "end": 8, "text": "deFGH"},
+            {"doc_id": "d", "start": 4, "end": 9, "text": "XXXXX"}]
+    segments, located = _segments(rows)
+    assert segments == [["d", 0, "abcdeFGH"], ["d", 4, "XXXXX"]]
+    assert located == [[0, 0, 5], [0, 3, 5], [1, 0, 5]]
