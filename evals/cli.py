@@ -25,7 +25,7 @@ from evals.harness import Suite, evaluate, summary_table
 from evals.score import gates
 from groundkit.errors import UsageError
 
-DEFAULT_GOLDEN = REPO / "golden" / "v1"
+DEFAULT_GOLDEN = REPO / "golden" / "v2"
 DEFAULT_OUT = REPO / "evals" / "results"
 DEFAULT_CACHE = REPO / ".cache"
 EXPECTED_DIR = REPO / "evals" / "expected"

@@ -77,6 +77,8 @@ class CollectionSuite:
         self.questions = questions_of(golden)
         self.qrels: metrics.Qrels = {}
         self._opened: dict[tuple[Any, ...], tuple[Collection, metrics.Qrels]] = {}
+        self._verdicts: dict[str, str] = {}
+        """chunk id -> verdict: a shown chunk is re-read once per run, whatever stage shows it."""
 
     # -- the Suite protocol ------------------------------------------------------------
 
@@ -101,7 +103,8 @@ class CollectionSuite:
         if stage.engine != "groundkit":
             config["engine"] = stage.engine
         units = f"{settings.chunker.target}-character chunks"
-        return _CollectionRun(stage, coll, settings, qrels, config, stage.describe(units))
+        return _CollectionRun(stage, coll, settings, qrels, config, stage.describe(units),
+                              self._verdicts)
 
     def provenance(self) -> rpt.Provenance:
         return self._provenance
@@ -170,8 +173,10 @@ class CollectionSuite:
 
 class _CollectionRun:
     def __init__(self, stage: Stage, coll: Collection, settings: IndexSettings,
-                 qrels: metrics.Qrels, config: dict[str, Any], description: str) -> None:
+                 qrels: metrics.Qrels, config: dict[str, Any], description: str,
+                 verdicts: dict[str, str]) -> None:
         snap = coll.snapshot
+        self.verdicts = verdicts
         self.snapshot = snap
         self.description = description
         self.config = config
@@ -192,8 +197,11 @@ class _CollectionRun:
         records = []
         for rank, (s, item) in enumerate(zip(scored, stored, strict=False), start=1):
             hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)
-            verdict = self.snapshot.verify(item).status.value
-            records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name), verdict))
+            cid = item.chunk.chunk_id
+            if cid not in self.verdicts:
+                self.verdicts[cid] = self.snapshot.verify(item).status.value
+            records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name),
+                                                  self.verdicts[cid]))
         ids = self.snapshot.chunk_ids()
         records += [rpt.HitRecord(rank=rank, chunk_id=ids[s.position], doc_id="", start=0, end=0,
                                   score=s.score, text="")

