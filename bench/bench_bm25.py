@@ -8,7 +8,9 @@ build and save (build MB/s, also per CPU second, peak RSS), once to load and que
 once loaded, top-10 latency per raw query string, tokenisation included, wall clock and
 thread CPU time). Each phase runs ``--repeat`` times (default 3) and keeps the best speed
 and the largest memory, with the 1-minute load average of every run: on a shared machine
-wall-clock latency includes other processes' time slices; CPU time does not.
+wall-clock latency includes other processes' time slices; CPU time does not. How each
+engine builds, opens and searches is in ``bm25_engines.py``; timing, percentiles and
+memory figures come from ``common.py``.
 
     python bench/bench_bm25.py                     # 100,000 passages, 1,000 queries, 3 runs
     python bench/bench_bm25.py --chunks 20000 --engines groundkit,bm25s --repeat 1
@@ -22,21 +24,36 @@ import json
 import os
 import random
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import sysconfig
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ[_var] = "1"
 
-ROOT = Path(__file__).resolve().parent.parent
+from bm25_engines import K1, TOP_K, B, build_engine, open_engine  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    cpu_s,
+    dir_mib,
+    format_ratio,
+    latency_summary,
+    load_average,
+    machine,
+    peak_rss_mib,
+    percentile,
+    ratio,
+    rss_mib,
+    timed_cpu_ms,
+    timed_ms,
+    write_result,
+)
+
 ENGINES = ("groundkit", "bm25s", "bm25s-numba", "rank-bm25", "tantivy")
-K1, B, TOP_K = 0.9, 0.4, 10
 SEP = "\x1e"
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _STOP = frozenset(
@@ -126,167 +143,46 @@ def make_queries(chunks: list[str], n: int, seed: int) -> list[str]:
     return queries
 
 
-# -- engines (run inside worker subprocesses) ------------------------------------------
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _bm25s_stemmer() -> Any:
-    import Stemmer
-
-    return Stemmer.Stemmer("english")
-
-
-def build_engine(engine: str, texts: list[str], out: Path) -> None:
-    if engine == "groundkit":
-        from groundkit.retrieval.bm25 import BM25Index, BM25Params
-
-        BM25Index.build_from_texts(texts, params=BM25Params(k1=K1, b=B)).save(out, {"bench": 1})
-    elif engine.startswith("bm25s"):
-        import bm25s
-
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_bm25s_stemmer(),
-                                show_progress=False)
-        model = bm25s.BM25(k1=K1, b=B, method="lucene")
-        model.index(tokens, show_progress=False)
-        model.save(str(out))
-    elif engine == "tantivy":
-        import tantivy
-
-        builder = tantivy.SchemaBuilder()
-        builder.add_integer_field("id", stored=True)
-        builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
-        out.mkdir(parents=True, exist_ok=True)
-        index = tantivy.Index(builder.build(), path=str(out))
-        writer = index.writer(heap_size=100_000_000, num_threads=1)
-        for i, text in enumerate(texts):
-            writer.add_document(tantivy.Document(id=i, body=text))
-        writer.commit()
-        writer.wait_merging_threads()
-    elif engine == "rank-bm25":
-        from rank_bm25 import BM25Okapi
-
-        from groundkit.text.analysis import Analyzer
-
-        analyzer = Analyzer()
-        BM25Okapi([analyzer.analyze(t) for t in texts], k1=K1, b=B)  # in memory only
-    else:
-        raise SystemExit(f"no build step for {engine}")
-
-
-def open_engine(engine: str, out: Path, texts: list[str]) -> Any:
-    """A function ``raw query -> list of (doc, score)`` over the saved (or rebuilt) index."""
-    if engine == "groundkit":
-        from groundkit.retrieval.bm25 import BM25Index
-
-        index = BM25Index.load(out, {"bench": 1})
-        return lambda q: index.search(q, TOP_K)
-    if engine.startswith("bm25s"):
-        import bm25s
-
-        model = bm25s.BM25.load(str(out), show_progress=False)
-        if engine == "bm25s-numba":
-            model.backend = "numba"
-            model.activate_numba_scorer()
-        stem = _bm25s_stemmer()
-        backend = "numba" if engine == "bm25s-numba" else "numpy"
-
-        def search(q: str) -> Any:
-            toks = bm25s.tokenize([q], stopwords="en", stemmer=stem, return_ids=False,
-                                  show_progress=False)
-            if not toks[0]:
-                return []
-            return model.retrieve(toks, k=TOP_K, show_progress=False, n_threads=1,
-                                  backend_selection=backend)
-        return search
-    if engine == "tantivy":
-        import tantivy
-
-        tindex = tantivy.Index.open(str(out))
-        searcher = tindex.searcher()
-
-        def tsearch(q: str) -> Any:
-            query, _errors = tindex.parse_query_lenient(q, ["body"])
-            return searcher.search(query, TOP_K).hits
-        return tsearch
-    if engine == "rank-bm25":
-        from rank_bm25 import BM25Okapi
-
-        from groundkit.text.analysis import Analyzer
-
-        analyzer = Analyzer()
-        model = BM25Okapi([analyzer.analyze(t) for t in texts], k1=K1, b=B)
-        return lambda q: model.get_top_n(analyzer.analyze(q), list(range(len(texts))), TOP_K)
-    raise SystemExit(f"unknown engine {engine}")
-
-
-def _dir_mib(path: Path) -> float:
-    if path.is_file():
-        return path.stat().st_size / 2**20
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
-
-
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
+# -- worker (one engine, one phase, in its own subprocess) -----------------------------
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.index_dir)
     result: dict[str, Any] = {"engine": args.worker, "phase": args.phase,
-                              "load_avg_1m": os.getloadavg()[0]}
+                              "load_avg_1m": load_average()[0]}
     if args.phase == "build":
         texts = load_texts(args.corpus)
-        base = _rss_mib()
+        base = rss_mib()
         shutil.rmtree(out, ignore_errors=True)
         mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-        t0, cpu0 = time.perf_counter(), _cpu_s()
-        build_engine(args.worker, texts, out)
-        seconds, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
-        result.update(build_s=seconds, build_mb_s=mb / seconds, build_cpu_s=cpu,
-                      build_mb_cpu_s=mb / cpu, corpus_mb=mb, peak_rss_mib=_peak_mib(),
-                      peak_over_corpus_mib=_peak_mib() - base, disk_mib=_dir_mib(out))
+        cpu0 = cpu_s()
+        ms, _ = timed_ms(lambda: build_engine(args.worker, texts, out))
+        seconds, cpu_used = ms / 1e3, cpu_s() - cpu0
+        result.update(build_s=seconds, build_mb_s=mb / seconds, build_cpu_s=cpu_used,
+                      build_mb_cpu_s=mb / cpu_used, corpus_mb=mb, peak_rss_mib=peak_rss_mib(),
+                      peak_over_corpus_mib=peak_rss_mib() - base, disk_mib=dir_mib(out))
         return result
     queries = json.loads(Path(args.queries_path).read_text())[: args.n_queries]
     texts = load_texts(args.corpus) if args.worker == "rank-bm25" else []
-    before = _rss_mib()
-    t0 = time.perf_counter()
-    search = open_engine(args.worker, out, texts)
-    result.update(load_s=time.perf_counter() - t0, rss_loaded_mib=_rss_mib(),
-                  loaded_over_base_mib=_rss_mib() - before)
+    before = rss_mib()
+    ms, search = timed_ms(lambda: open_engine(args.worker, out, texts))
+    result.update(load_s=ms / 1e3, rss_loaded_mib=rss_mib(),
+                  loaded_over_base_mib=rss_mib() - before)
     for q in queries[:20]:
         search(q)
-    latencies, cpu = [], []
+    latencies: list[float] = []
+    cpu: list[float] = []
     hits = 0
     for q in queries:
-        t, c = time.perf_counter_ns(), time.thread_time_ns()
-        res = search(q)
-        cpu.append((time.thread_time_ns() - c) / 1e6)
-        latencies.append((time.perf_counter_ns() - t) / 1e6)
+        ms, cpu_ms, res = timed_cpu_ms(partial(search, q))
+        latencies.append(ms)
+        cpu.append(cpu_ms)
         hits += len(res) > 0
-    latencies.sort()
-    cpu.sort()
-    result.update(n_queries=len(queries), p50_ms=_pct(latencies, 50), p99_ms=_pct(latencies, 99),
-                  mean_ms=sum(latencies) / len(latencies), p50_cpu_ms=_pct(cpu, 50),
-                  p99_cpu_ms=_pct(cpu, 99), rss_after_queries_mib=_rss_mib(),
+    wall = latency_summary(latencies, digits=None)
+    result.update(n_queries=len(queries), p50_ms=wall["p50_ms"], p99_ms=wall["p99_ms"],
+                  mean_ms=wall["mean_ms"], p50_cpu_ms=percentile(cpu, 50),
+                  p99_cpu_ms=percentile(cpu, 99), rss_after_queries_mib=rss_mib(),
                   queries_with_hits=hits)
     return result
-
-
-def _pct(ordered: list[float], pct: int) -> float:
-    """The ``pct``-th percentile (nearest rank, as ``p50`` and ``p99`` always were here)."""
-    if pct == 50:
-        return ordered[len(ordered) // 2]
-    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
 # -- orchestration ----------------------------------------------------------------------
@@ -348,14 +244,14 @@ def _print_ratios(rows: dict[str, dict[str, Any]], ref_name: str) -> None:
             continue
         r = rows[e]
         ratios = {
-            "query p50 speed-up": _ratio(ref.get("p50_ms"), r.get("p50_ms")),
-            "query p99 speed-up": _ratio(ref.get("p99_ms"), r.get("p99_ms")),
-            "build speed": _ratio(r.get("build_mb_s"), ref.get("build_mb_s")),
-            "disk smaller": _ratio(ref.get("disk_mib"), r.get("disk_mib")),
-            "loaded RSS smaller": _ratio(ref.get("rss_loaded_mib"), r.get("rss_loaded_mib")),
+            "query p50 speed-up": ratio(ref.get("p50_ms"), r.get("p50_ms")),
+            "query p99 speed-up": ratio(ref.get("p99_ms"), r.get("p99_ms")),
+            "build speed": ratio(r.get("build_mb_s"), ref.get("build_mb_s")),
+            "disk smaller": ratio(ref.get("disk_mib"), r.get("disk_mib")),
+            "loaded RSS smaller": ratio(ref.get("rss_loaded_mib"), r.get("rss_loaded_mib")),
         }
         r[f"ratios_vs_{ref_name}"] = ratios
-        print(f"  {e:12s} " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items() if v))
+        print(f"  {e:12s} " + ", ".join(f"{k} {format_ratio(v)}" for k, v in ratios.items() if v))
 
 
 _BEST = {"build_s": min, "build_mb_s": max, "build_cpu_s": min, "build_mb_cpu_s": max,
@@ -406,10 +302,6 @@ def check_goals(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -438,15 +330,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def orchestrate(args: argparse.Namespace) -> int:
-    t0 = time.perf_counter()
-    chunks = make_corpus(args.chunks, args.chunk_chars, args.cache)
+    facts = machine()
+    corpus_ms, chunks = timed_ms(lambda: make_corpus(args.chunks, args.chunk_chars, args.cache))
     queries = make_queries(chunks, args.n_queries, args.seed)
     paths = {"corpus": corpus_path(args.cache, args.chunks, args.chunk_chars),
              "queries": args.cache / f"queries-{args.chunks}-{args.n_queries}-{args.seed}.json",
              "indexes": args.cache / "indexes"}
     paths["queries"].write_text(json.dumps(queries))
     mb = sum(len(c.encode("utf-8")) for c in chunks) / 1e6
-    print(f"corpus: {len(chunks)} passages, {mb:.1f} MB ({time.perf_counter() - t0:.1f} s); "
+    print(f"corpus: {len(chunks)} passages, {mb:.1f} MB ({corpus_ms / 1e3:.1f} s); "
           f"{len(queries)} queries, seed {args.seed}", file=sys.stderr)
     del chunks
     rows: dict[str, dict[str, Any]] = {}
@@ -477,10 +369,9 @@ def orchestrate(args: argparse.Namespace) -> int:
     report = {"corpus": {"passages": args.chunks, "chunk_chars": args.chunk_chars, "mb": mb,
                          "queries": args.n_queries, "seed": args.seed},
               "params": {"k1": K1, "b": B, "top_k": TOP_K}, "threads": 1,
-              "repeat": args.repeat, "cpus": os.cpu_count(),
-              "python": sys.version.split()[0], "engines": rows, "goals": goals}
-    out = args.out or args.cache / "bm25.json"
-    out.write_text(json.dumps(report, indent=1, sort_keys=True))
+              "repeat": args.repeat, "cpus": facts["cpu_count"],
+              "python": facts["python"], "engines": rows, "goals": goals}
+    out = write_result("bm25", report, args.out or args.cache / "bm25.json", sort_keys=True)
     print(f"\nwritten {out}", file=sys.stderr)
     return 0
 

@@ -37,28 +37,35 @@ import argparse
 import contextlib
 import hashlib
 import json
-import os
-import platform
 import random
 import re
 import shutil
 import statistics
 import sys
 import sysconfig
-import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import (
+    ROOT,
+    Stopwatch,
+    disk_bytes,
+    latency_summary,
+    load_average,
+    machine,
+    timed_ms,
+    write_result,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from groundkit.embeddings import EmbeddingIdentity, make_provider  # noqa: E402
-from groundkit.errors import IndexMismatchError  # noqa: E402
-from groundkit.retrieval.fusion import rrf  # noqa: E402
-from groundkit.retrieval.vectors import VectorStore  # noqa: E402
+from groundkit.embeddings import EmbeddingIdentity, make_provider
+from groundkit.errors import IndexMismatchError
+from groundkit.retrieval.fusion import rrf
+from groundkit.retrieval.vectors import VectorStore
 
 MIN_PASSAGE = 800
 _WORD = re.compile(r"[A-Za-z]{3,}")
@@ -107,13 +114,7 @@ def make_queries(passages: Sequence[str], n: int, seed: int = 0) -> list[str]:
     return queries
 
 
-# -- timing helpers -------------------------------------------------------------------
-
-
-def timed_ms(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter_ns()
-    value = fn()
-    return (time.perf_counter_ns() - start) / 1e6, value
+# -- latency (timing and percentiles from common.py) ---------------------------------
 
 
 REPEATS = 3
@@ -124,29 +125,10 @@ shared machine; p99 is then the tail over queries, not over scheduler noise.
 """
 
 
-def best_ms(fn: Callable[[], Any]) -> float:
-    return min(timed_ms(fn)[0] for _ in range(REPEATS))
-
-
 def latencies_ms(fn: Callable[[str], Any], queries: Sequence[str], warmup: int = 5) -> list[float]:
     for query in queries[:warmup]:
         fn(query)
-    return [best_ms(lambda q=query: fn(q)) for query in queries]
-
-
-def summary(values: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return {
-        "p50_ms": round(statistics.median(ordered), 3),
-        "p99_ms": round(p99, 3),
-        "mean_ms": round(statistics.fmean(ordered), 3),
-        "n": len(ordered),
-    }
-
-
-def dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return [timed_ms(partial(fn, query), REPEATS)[0] for query in queries]
 
 
 # -- the real corpus ------------------------------------------------------------------
@@ -156,10 +138,9 @@ def bench_corpus(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     passages = take_evenly(stdlib_passages(), args.passages)
     ids = [f"bench:{i:020x}" for i in range(len(passages))]
     queries = make_queries(passages, args.queries)
-    start = time.perf_counter()
-    provider = make_provider("local", batch_size=args.batch_size)
-    identity = provider.identity  # imports torch and sentence-transformers, loads the model
-    load_s = time.perf_counter() - start
+    with Stopwatch() as load:
+        provider = make_provider("local", batch_size=args.batch_size)
+        identity = provider.identity  # imports torch and sentence-transformers, loads the model
     embed_threads = torch_threads()
     sample = take_evenly(passages, args.throughput_sample)
     sample_ms, _ = timed_ms(lambda: provider.embed(sample, kind="document"))
@@ -173,14 +154,14 @@ def bench_corpus(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "corpus": corpus_info(passages, queries),
         "embedding": {
             "provider": identity.describe(),
-            "model_load_seconds": round(load_s, 2),
+            "model_load_seconds": round(load.s, 2),
             "torch_threads": embed_threads,
             "sample_passages": len(sample),
             "sample_passages_per_second": round(len(sample) / (sample_ms / 1e3), 1),
             **build,
         },
         "index": {
-            "bytes_on_disk": dir_size(store.directory),
+            "bytes_on_disk": disk_bytes(store.directory),
             "open_seconds": round(open_s / 1e3, 3),
         },
         "latency": {
@@ -232,7 +213,7 @@ def bench_latency(
     out: dict[str, Any] = {
         "depth_per_list": args.depth,
         "fused_top_k": 10,
-        "dense_search_only": summary(
+        "dense_search_only": latency_summary(
             latencies_ms(lambda q: store.search(vectors[q], args.depth), queries)
         ),
     }
@@ -243,7 +224,7 @@ def bench_latency(
     try:
         from groundkit.retrieval.bm25 import BM25Index
     except ImportError:
-        out["dense"] = summary(latencies_ms(dense, queries))
+        out["dense"] = latency_summary(latencies_ms(dense, queries))
         out["note"] = "groundkit.retrieval.bm25 not available: no BM25 or hybrid figures"
         return out
     index = BM25Index.build_from_texts(passages)
@@ -267,14 +248,14 @@ def interleaved(queries: Sequence[str], modes: dict[str, Callable[[str], Any]]) 
     fusion: list[float] = []
     for i, query in enumerate(queries):
         for name in names[i % len(names) :] + names[: i % len(names)]:
-            times[name].append(best_ms(lambda n=name, q=query: modes[n](q)))
+            times[name].append(timed_ms(partial(modes[name], query), REPEATS)[0])
         lists = {"bm25": modes["bm25"](query), "dense": modes["dense"](query)}
-        fusion.append(best_ms(lambda lists=lists: rrf(lists, top_k=10)))
+        fusion.append(timed_ms(partial(rrf, lists, top_k=10), REPEATS)[0])
     overhead = [
         h - d - b for h, d, b in zip(times["hybrid"], times["dense"], times["bm25"], strict=True)
     ]
-    out: dict[str, Any] = {name: summary(values) for name, values in times.items()}
-    out["rrf_only"] = summary(fusion)
+    out: dict[str, Any] = {name: latency_summary(values) for name, values in times.items()}
+    out["rrf_only"] = latency_summary(fusion)
     out["hybrid_minus_dense_minus_bm25_p50_ms"] = round(statistics.median(overhead), 3)
     return out
 
@@ -325,12 +306,10 @@ def bench_synthetic(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     n, dim = args.synthetic, 384
     provider = RandomProvider(dim)
     ids = [f"bench:{i:020x}" for i in range(n)]
-    start = time.perf_counter()
-    VectorStore.build(work / "synthetic", STAMP, provider.identity, ids, [""] * n, provider)
-    build_s = time.perf_counter() - start
-    start = time.perf_counter()
-    store = VectorStore.open(work / "synthetic", STAMP, provider.identity)
-    open_s = time.perf_counter() - start
+    build_ms, _ = timed_ms(lambda: VectorStore.build(work / "synthetic", STAMP, provider.identity,
+                                                    ids, [""] * n, provider))
+    open_ms, store = timed_ms(lambda: VectorStore.open(work / "synthetic", STAMP,
+                                                       provider.identity))
     table = lancedb.connect(str(work / "synthetic")).open_table("vectors")
     rng = np.random.default_rng(1)
     queries = rng.standard_normal((args.synthetic_queries, dim)).astype(np.float32)
@@ -354,11 +333,11 @@ def bench_synthetic(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {
         "rows": n,
         "dimension": dim,
-        "write_seconds": round(build_s, 2),
-        "open_seconds": round(open_s, 3),
-        "bytes_on_disk": dir_size(work / "synthetic"),
-        "numpy_exact_top10": summary(latencies_ms(numpy_search, keys, warmup=2)),
-        "lancedb_flat_top10": summary(latencies_ms(lance_search, keys, warmup=2)),
+        "write_seconds": round(build_ms / 1e3, 2),
+        "open_seconds": round(open_ms / 1e3, 3),
+        "bytes_on_disk": disk_bytes(work / "synthetic"),
+        "numpy_exact_top10": latency_summary(latencies_ms(numpy_search, keys, warmup=2)),
+        "lancedb_flat_top10": latency_summary(latencies_ms(lance_search, keys, warmup=2)),
         "same_top10_of_20": agree,
     }
 
@@ -384,9 +363,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = ROOT / ".bench" / "dense-work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    result: dict[str, Any] = {"machine": machine()}
+    import lancedb
+
+    result: dict[str, Any] = {"machine": machine(numpy=np.__version__,
+                                                 lancedb=lancedb.__version__)}
     result.update(bench_corpus(args, work))
-    result["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["machine"]["loadavg_after"] = load_average()
     latency = result["latency"]
     if latency.get("bm25"):
         budget = latency["dense"]["p50_ms"] + latency["bm25"]["p50_ms"] + 2.0
@@ -397,24 +379,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.synthetic:
         result["exact_search"] = bench_synthetic(args, work)
     shutil.rmtree(work, ignore_errors=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("dense", result, args.out)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
-
-
-def machine() -> dict[str, Any]:
-    import lancedb
-
-    return {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "lancedb": lancedb.__version__,
-        "loadavg_before": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 if __name__ == "__main__":

@@ -14,11 +14,10 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / ".bench" / "eval.json"
+from common import ROOT as REPO
+from common import timed_ms, write_result
 
 
 def main() -> int:
@@ -29,15 +28,13 @@ def main() -> int:
         cmd = [sys.executable, "-m", "evals", "run", "--out", out, "--html", f"{out}/r.html"]
         if args.stages:
             cmd += ["--stages", *args.stages]
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, cwd=REPO)
-        wall = time.perf_counter() - t
+        ms, _ = timed_ms(lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=REPO))
+        wall = ms / 1e3
         report = json.loads(Path(out, "latest.json").read_text())
     result = {"stages": [s["name"] for s in report["stages"]],
               "questions": len(report["questions"]), "wall_s": round(wall, 2),
               "goal_s": 30}
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("eval", result)
     print(f"golden eval: {result['questions']} questions x {len(result['stages'])} stages "
           f"({', '.join(result['stages'])}): {wall:.1f} s wall, JSON + HTML   (goal < 30 s)")
     return 0

@@ -19,14 +19,10 @@ Writes ``.bench/eval_stats.json``; ``--check`` exits 1 when a goal is missed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import random
 import statistics
 import sys
-import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,11 +31,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import numpy as np  # noqa: E402
+from common import machine, samples_ms, traced_peak_mib, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evals import metrics, stats  # noqa: E402
+from evals.score import metrics, stats  # noqa: E402
 
 QUERIES, DEPTH, QUESTIONS, RESAMPLES = 1_000, 100, 1_000, 10_000
 GOALS = {"metrics_ms": 50.0, "bootstrap_ms": 100.0, "bootstrap_peak_mib": 100.0}
@@ -62,22 +59,7 @@ def synthetic_run(seed: int = 0) -> tuple[dict[str, dict[str, int]], dict[str, d
 
 def timed(fn: Callable[[], object], repeats: int) -> float:
     """Median wall time in milliseconds after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
-def peak_mib(fn: Callable[[], object]) -> float:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
+    return statistics.median(samples_ms(fn, repeats, warmup=1))
 
 
 def bench_metrics(repeats: int) -> dict[str, Any]:
@@ -110,11 +92,13 @@ def bench_statistics(repeats: int) -> dict[str, Any]:
         "questions": QUESTIONS,
         "resamples": RESAMPLES,
         "bootstrap_ms": timed(lambda: stats.paired_bootstrap_ci(deltas, RESAMPLES), repeats),
-        "bootstrap_peak_mib": peak_mib(lambda: stats.paired_bootstrap_ci(deltas, RESAMPLES)),
+        "bootstrap_peak_mib": traced_peak_mib(lambda: stats.paired_bootstrap_ci(deltas, RESAMPLES)),
         "randomization_ms": timed(
             lambda: stats.randomization_test(stage, baseline, RESAMPLES), repeats
         ),
-        "randomization_peak_mib": peak_mib(lambda: stats.randomization_test(stage, baseline)),
+        "randomization_peak_mib": traced_peak_mib(
+            lambda: stats.randomization_test(stage, baseline)
+        ),
         "compare_ms": timed(lambda: stats.compare(base_scores, stage_scores), repeats),
     }
 
@@ -126,9 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "eval_stats.json")
     args = parser.parse_args(argv)
 
+    facts = machine()
     result = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "numpy": np.__version__},
+        "machine": {"python": facts["python"], "cpus": facts["cpu_count"],
+                    "platform": facts["platform"], "numpy": np.__version__},
         "metrics": bench_metrics(args.repeats),
         "statistics": bench_statistics(args.repeats),
         "goals": GOALS,
@@ -150,9 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     print("goals met:", ", ".join(f"{k}={v}" for k, v in result["goals_met"].items()))
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    print(f"wrote {write_result('eval_stats', result, args.out, sort_keys=True)}")
     return 1 if args.check and not all(result["goals_met"].values()) else 0
 
 

@@ -22,22 +22,29 @@ times, interleaved; the figures are medians. Engines:
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ[_var] = "1"
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import (  # noqa: E402
+    ROOT,
+    Stopwatch,
+    format_ratio,
+    load_average,
+    machine,
+    peak_rss_mib,
+    write_result,
+)
+
 sys.path.insert(0, str(ROOT))
 ENGINES = ("groundkit", "groundkit-collection", "bm25s")
 DEPTH = 1000
@@ -45,42 +52,32 @@ MEASURES = ("nDCG@10", "R@100", "R@1000")
 PHASES = ("load", "files", "index", "search", "metrics")
 
 
-def load_scifact(data: Path) -> tuple[list[str], list[str], dict[str, str], dict[str, dict]]:
-    """Doc ids, flat texts, test queries and qrels, from the staged BEIR files (verified)."""
-    from evals.external.checksums import MANIFEST, verify_file
+def load_scifact(data: Path) -> tuple[list[str], list[str], dict[str, str],
+                                        Mapping[str, Mapping[str, int]]]:
+    """Doc ids, flat texts, test queries and qrels: the harness's BEIR reader, files verified."""
+    from evals.external.beir import read_beir
+    from evals.external.checksums import verified
+    from evals.external.dataset import join_text
 
-    root = data / "beir-scifact"
     for rel in ("corpus.jsonl.gz", "queries.jsonl", "qrels/test.tsv"):
-        verify_file(root / rel, MANIFEST[f"beir-scifact/{rel}"])
-    ids, texts = [], []
-    with gzip.open(root / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            ids.append(doc["_id"])
-            texts.append(f"{doc['title']}\n{doc['text']}")
-    qrels: dict[str, dict[str, int]] = {}
-    for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        q, d, s = line.split("\t")
-        qrels.setdefault(q, {})[d] = int(s)
-    queries = {}
-    with open(root / "queries.jsonl", encoding="utf-8") as f:
-        for line in f:
-            obj = json.loads(line)
-            if obj["_id"] in qrels:
-                queries[obj["_id"]] = obj["text"]
-    return ids, texts, queries, qrels
+        verified(f"beir-scifact/{rel}", data)
+    dataset = read_beir(data / "beir-scifact", split="test", name="scifact")
+    ids = [doc.doc_id for doc in dataset.docs]
+    texts = [join_text(doc, "flat") for doc in dataset.docs]
+    return ids, texts, dict(dataset.queries), dataset.qrels
 
 
 def run_groundkit(ids: list[str], texts: list[str], queries: dict[str, str],
                   times: dict[str, float]) -> dict[str, dict[str, float]]:
     from groundkit.retrieval.bm25 import BM25Index
 
-    t = time.perf_counter()
-    index = BM25Index.build_from_texts(texts)
-    times["index"] = time.perf_counter() - t
-    t = time.perf_counter()
-    run = {q: {ids[d]: s for d, s in index.search(text, DEPTH)} for q, text in queries.items()}
-    times["search"] = time.perf_counter() - t
+    with Stopwatch() as sw:
+        index = BM25Index.build_from_texts(texts)
+    times["index"] = sw.s
+    with Stopwatch() as sw:
+        run = {q: {ids[d]: s for d, s in index.search(text, DEPTH)}
+               for q, text in queries.items()}
+    times["search"] = sw.s
     return run
 
 
@@ -90,24 +87,23 @@ def run_collection(ids: list[str], texts: list[str], queries: dict[str, str],
     from groundkit.text.chunking import ChunkerConfig
 
     with tempfile.TemporaryDirectory(prefix="bench-external-") as tmp:
-        t = time.perf_counter()
-        docs = Path(tmp) / "docs"
-        docs.mkdir()
-        for doc_id, text in zip(ids, texts, strict=True):
-            (docs / f"{doc_id}.txt").write_bytes(text.encode("utf-8"))
-        times["files"] = time.perf_counter() - t
-        t = time.perf_counter()
-        config = IndexConfig(roots=(str(docs),), include=("*.txt",),
-                             chunker=ChunkerConfig(target=20_000, overlap=0, max_factor=4.0))
-        index("scifact", config, home=Path(tmp) / "home")
-        times["index"] = time.perf_counter() - t
-        t = time.perf_counter()
-        with Collection.open("scifact", Path(tmp) / "home") as coll:
+        with Stopwatch() as sw:
+            docs = Path(tmp) / "docs"
+            docs.mkdir()
+            for doc_id, text in zip(ids, texts, strict=True):
+                (docs / f"{doc_id}.txt").write_bytes(text.encode("utf-8"))
+        times["files"] = sw.s
+        with Stopwatch() as sw:
+            config = IndexConfig(roots=(str(docs),), include=("*.txt",),
+                                 chunker=ChunkerConfig(target=20_000, overlap=0, max_factor=4.0))
+            index("scifact", config, home=Path(tmp) / "home")
+        times["index"] = sw.s
+        with Stopwatch() as sw, Collection.open("scifact", Path(tmp) / "home") as coll:
             bm25 = coll.snapshot.bm25()
             doc_of = [c.doc_id[:-4] for c in coll.chunks()]
             run = {q: {doc_of[p]: s for p, s in bm25.search(text, DEPTH)}
                    for q, text in queries.items()}
-        times["search"] = time.perf_counter() - t
+        times["search"] = sw.s
     return run
 
 
@@ -117,38 +113,37 @@ def run_bm25s(ids: list[str], texts: list[str], queries: dict[str, str],
     import Stemmer
 
     stemmer = Stemmer.Stemmer("english")
-    t = time.perf_counter()
-    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
-    retriever = bm25s.BM25(method="lucene", k1=0.9, b=0.4)
-    retriever.index(tokens, show_progress=False)
-    times["index"] = time.perf_counter() - t
-    t = time.perf_counter()
-    qids = list(queries)
-    q_tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer,
-                              show_progress=False)
-    docs, scores = retriever.retrieve(q_tokens, k=DEPTH, show_progress=False, n_threads=1)
-    run = {q: {ids[d]: float(s) for d, s in zip(docs[i], scores[i], strict=True) if s > 0}
-           for i, q in enumerate(qids)}
-    times["search"] = time.perf_counter() - t
+    with Stopwatch() as sw:
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+        retriever = bm25s.BM25(method="lucene", k1=0.9, b=0.4)
+        retriever.index(tokens, show_progress=False)
+    times["index"] = sw.s
+    with Stopwatch() as sw:
+        qids = list(queries)
+        q_tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer,
+                                  show_progress=False)
+        docs, scores = retriever.retrieve(q_tokens, k=DEPTH, show_progress=False, n_threads=1)
+        run = {q: {ids[d]: float(s) for d, s in zip(docs[i], scores[i], strict=True) if s > 0}
+               for i, q in enumerate(qids)}
+    times["search"] = sw.s
     return run
 
 
 def worker(engine: str, data: Path) -> dict[str, Any]:
-    from evals import metrics
+    from evals.score import metrics
 
     times: dict[str, float] = {"files": 0.0}
-    t = time.perf_counter()
-    ids, texts, queries, qrels = load_scifact(data)
-    times["load"] = time.perf_counter() - t
+    with Stopwatch() as sw:
+        ids, texts, queries, qrels = load_scifact(data)
+    times["load"] = sw.s
     runner = {"groundkit": run_groundkit, "groundkit-collection": run_collection,
               "bm25s": run_bm25s}[engine]
     run = runner(ids, texts, queries, times)
-    t = time.perf_counter()
-    scores = metrics.aggregate(metrics.per_query(qrels, run, MEASURES))
-    times["metrics"] = time.perf_counter() - t
+    with Stopwatch() as sw:
+        scores = metrics.aggregate(metrics.per_query(qrels, run, MEASURES))
+    times["metrics"] = sw.s
     times["total"] = sum(times[p] for p in PHASES)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"engine": engine, "times_s": times, "metrics": scores, "peak_rss_mib": peak,
+    return {"engine": engine, "times_s": times, "metrics": scores, "peak_rss_mib": peak_rss_mib(),
             "queries": len(queries), "docs": len(ids)}
 
 
@@ -190,13 +185,14 @@ def main() -> int:
     if args.worker:
         print(json.dumps(worker(args.worker, data)))
         return 0
-    load_before = os.getloadavg()
+    facts = machine()
+    load_before = facts["loadavg_before"]
     results = measure(args.engines.split(","), data, args.repeat)
-    load_after = os.getloadavg()
+    load_after = load_average()
     print(f"BEIR SciFact test: {results[next(iter(results))]['docs']} docs, "
           f"{results[next(iter(results))]['queries']} queries, top {DEPTH}; medians of "
           f"{args.repeat} fresh processes; load average {load_before[0]:.1f} -> "
-          f"{load_after[0]:.1f} on {os.cpu_count()} CPUs")
+          f"{load_after[0]:.1f} on {facts['cpu_count']} CPUs")
     print(f"{'engine':<22}" + "".join(f"{p:>9}" for p in (*PHASES, "total")) +
           f"{'peak MiB':>10}{'nDCG@10':>9}{'R@100':>8}")
     for e, r in results.items():
@@ -210,13 +206,12 @@ def main() -> int:
         for e in results:
             if e != "bm25s":
                 ratios[f"{e}/bm25s total"] = results[e]["times_s"]["total"] / base
-                print(f"{e} / bm25s (total time): {ratios[f'{e}/bm25s total']:.2f}x")
-    out = ROOT / ".bench" / "external.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"dataset": "beir-scifact/test", "depth": DEPTH,
-                               "engines": results, "ratios": ratios, "cpus": os.cpu_count(),
-                               "load_average": [load_before[0], load_after[0]]},
-                              indent=1, sort_keys=True))
+                print(f"{e} / bm25s (total time): {format_ratio(ratios[f'{e}/bm25s total'])}")
+    out = write_result("external", {"dataset": "beir-scifact/test", "depth": DEPTH,
+                                    "engines": results, "ratios": ratios,
+                                    "cpus": facts["cpu_count"],
+                                    "load_average": [load_before[0], load_after[0]]},
+                       sort_keys=True)
     print(f"wrote {out}")
     return 0
 

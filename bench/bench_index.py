@@ -12,33 +12,34 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / ".bench" / "index.json"
+from common import latency_summary, timed_ms, write_result
+
+HERE = Path(__file__).resolve().parent
 
 CHILD = """
-import json, resource, sys, time
+import json, sys
+sys.path.insert(0, sys.argv[4])
+from common import peak_rss_mib, timed_ms
 from groundkit.collection import IndexConfig, index
 from groundkit.collection.derived import default_builders
 builders = default_builders() if sys.argv[3] == "all" else []
-t = time.perf_counter()
-r = index("bench", IndexConfig(roots=(sys.argv[1],), include=("*.py",)), home=sys.argv[2],
-          builders=builders)
-dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "bytes": r.bytes_read, "chunks": r.chunks,
+ms, r = timed_ms(lambda: index("bench", IndexConfig(roots=(sys.argv[1],), include=("*.py",)),
+                               home=sys.argv[2], builders=builders))
+print(json.dumps({"seconds": ms / 1e3, "bytes": r.bytes_read, "chunks": r.chunks,
                   "files": r.added + r.changed + r.unchanged, "skipped": len(r.skipped),
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": peak_rss_mib()}))
 """
 
 
 def run_index(tree: str, home: str, builders: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, tree, home, builders],
+    out = subprocess.run([sys.executable, "-c", CHILD, tree, home, builders, str(HERE)],
                          capture_output=True, text=True, check=True)
     return dict(json.loads(out.stdout))
 
@@ -52,13 +53,11 @@ def time_fetches(home: str, count: int) -> dict[str, float]:
         coll.fetch(sample[0])  # warm the page cache for the store
         times = []
         for chunk_id in sample:
-            t = time.perf_counter()
-            verdict = coll.fetch(chunk_id)
-            times.append(time.perf_counter() - t)
+            ms, verdict = timed_ms(partial(coll.fetch, chunk_id))
+            times.append(ms)
             assert verdict.status.value == "verified", verdict
-    times.sort()
-    return {"fetches": len(times), "p50_ms": times[len(times) // 2] * 1e3,
-            "p99_ms": times[int(len(times) * 0.99)] * 1e3}
+    s = latency_summary(times, digits=None)
+    return {"fetches": s["n"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"]}
 
 
 def main() -> int:
@@ -92,8 +91,7 @@ def main() -> int:
         "fetch_chunk_p99_ms": round(fetch["p99_ms"], 4),
         "goals": {"ingest_mb_per_s": ">= 20", "fetch_p50_ms": "< 1"},
     }
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("index", result)
     print(f"index {result['files']} files, {result['mb']} MB, {result['chunks']} chunks "
           f"({args.tree})")
     print(f"  ingest+chunk+store: {result['ingest_chunk_store_mb_per_s']} MB/s, "
@@ -104,7 +102,6 @@ def main() -> int:
           f"peak {result['with_derived_peak_rss_mib']} MiB")
     print(f"  fetch_chunk: p50 {result['fetch_chunk_p50_ms']} ms, "
           f"p99 {result['fetch_chunk_p99_ms']} ms over {fetch['fetches']}   (goal p50 < 1 ms)")
-    _ = resource  # imported for the child's measurement convention
     return 0
 
 

@@ -25,21 +25,20 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import anyio
 import httpx
 import httpx2
+from common import ROOT as REPO
+from common import Stopwatch, latency_summary, load_average, machine, timed_ms, write_result
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "golden" / "v1"
-OUT = REPO / ".bench" / "mcp.json"
 REVISIONS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
 
 
@@ -48,11 +47,10 @@ def questions() -> list[str]:
     return [json.loads(line)["question"] for line in lines if line.strip()]
 
 
-def summary(times: list[float]) -> dict[str, float]:
-    times = sorted(times)
-    return {"calls": len(times), "p50_ms": round(times[len(times) // 2] * 1e3, 3),
-            "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1e3, 3),
-            "mean_ms": round(sum(times) / len(times) * 1e3, 3)}
+def calls_summary(ms_values: list[float]) -> dict[str, float]:
+    """:func:`common.latency_summary` of per-call milliseconds, its count named ``calls``."""
+    s = latency_summary(ms_values)
+    return {"calls": s.pop("n"), **s}
 
 
 async def time_searches(client: Client, queries: list[str], rounds: int) -> list[float]:
@@ -61,9 +59,9 @@ async def time_searches(client: Client, queries: list[str], rounds: int) -> list
     times = []
     for _ in range(rounds):
         for query in queries:
-            start = time.perf_counter()
-            result = await client.call_tool("search", {"query": query, "top_k": 10})
-            times.append(time.perf_counter() - start)
+            with Stopwatch() as sw:
+                result = await client.call_tool("search", {"query": query, "top_k": 10})
+            times.append(sw.ms)
             if result.is_error:
                 raise SystemExit(f"search failed: {result.content}")
     return times
@@ -127,9 +125,8 @@ def _time_raw(send: Callable[[dict[str, Any]], bytes], queries: list[str],
         send(_call(i + 1, query))
     times = []
     for i, query in enumerate(queries * rounds):
-        start = time.perf_counter()
-        reply = send(_call(i + 100, query))
-        times.append(time.perf_counter() - start)
+        ms, reply = timed_ms(partial(send, _call(i + 100, query)))
+        times.append(ms)
         if b'"isError":false' not in reply:
             raise SystemExit(f"search failed: {reply[:300]!r}")
     return times
@@ -178,9 +175,7 @@ def in_process(home: str, queries: list[str], rounds: int) -> list[float]:
         times = []
         for _ in range(rounds):
             for query in queries:
-                start = time.perf_counter()
-                coll.search(query, top_k=10)
-                times.append(time.perf_counter() - start)
+                times.append(timed_ms(partial(coll.search, query, top_k=10))[0])
     return times
 
 
@@ -191,20 +186,21 @@ def main() -> int:
     from groundkit.collection import IndexConfig, index
 
     queries = questions()
+    facts = machine()
     with tempfile.TemporaryDirectory() as home:
         report = index("golden", IndexConfig(roots=(str(GOLDEN / "docs"),)), home=home)
-        runs = {"python_api": summary(in_process(home, queries, args.rounds))}
+        runs = {"python_api": calls_summary(in_process(home, queries, args.rounds))}
         for revision, mode in REVISIONS.items():
-            runs[f"stdio/sdk/{revision}"] = summary(over_stdio(home, mode, queries, args.rounds))
-        runs["stdio/raw/2025-11-25"] = summary(raw_stdio(home, queries, args.rounds))
+            runs[f"stdio/sdk/{revision}"] = calls_summary(
+                over_stdio(home, mode, queries, args.rounds))
+        runs["stdio/raw/2025-11-25"] = calls_summary(raw_stdio(home, queries, args.rounds))
         for name, times in over_http(home, queries, args.rounds).items():
-            runs[f"http/{name}"] = summary(times)
+            runs[f"http/{name}"] = calls_summary(times)
     result = {"corpus": "golden/v1", "documents": report.added, "chunks": report.chunks,
               "queries": len(queries), "rounds": args.rounds, "tool": "search (bm25, top_k 10)",
-              "load_average_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
+              "load_average_1min": load_average()[0], "cpus": facts["cpu_count"],
               "runs": runs, "goal": {"p50_ms": "< 10"}}
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_result("mcp", result)
     print(f"MCP search latency on golden v1 ({result['documents']} documents, "
           f"{result['chunks']} chunks, {len(queries)} questions x {args.rounds})")
     for name, s in runs.items():
@@ -212,7 +208,7 @@ def main() -> int:
         print(f"  {name:<22} p50 {s['p50_ms']:7.3f} ms   p99 {s['p99_ms']:7.3f} ms   "
               f"mean {s['mean_ms']:7.3f} ms{flag}")
     print(f"  goal: p50 < 10 ms; load average {result['load_average_1min']} on "
-          f"{result['cpus']} CPUs; written to {OUT.relative_to(REPO)}")
+          f"{result['cpus']} CPUs; written to {out.relative_to(REPO)}")
     return 0
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from common import Stopwatch
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["bench_index.py", "bench_bm25.py", "bench_eval.py", "bench_eval_stats.py",
@@ -23,10 +24,10 @@ def main() -> int:
     failed = []
     for script in scripts:
         print(f"\n=== {script.name} ===", flush=True)
-        t = time.perf_counter()
-        code = subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode
+        with Stopwatch() as sw:
+            code = subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode
         print(f"--- {script.name}: {'ok' if code == 0 else f'FAILED ({code})'} "
-              f"in {time.perf_counter() - t:.0f}s", flush=True)
+              f"in {sw.s:.0f}s", flush=True)
         if code:
             failed.append(script.name)
     if failed:
