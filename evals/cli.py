@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evals import stages as registry
-from evals.external.checksums import REPO
+from evals.external.checksums import REPO as REPO
 from evals.harness import Suite, evaluate, summary_table
 from evals.score import gates
 from groundkit.errors import UsageError

@@ -32,10 +32,26 @@ Log = Callable[[str], None]
 class StageRun(Protocol):
     """One stage opened on a suite: ranks questions into the report's hit records."""
 
-    description: str
-    config: Mapping[str, Any]
-    qrels: metrics.Qrels | None
-    """This stage's judgments when its units differ from the suite's (else ``None``)."""
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+
+    @property
+    def qrels(self) -> metrics.Qrels | None:
+        """This stage's judgments when its units differ from the suite's (else ``None``)."""
+        ...
+
+    @property
+    def gate_mode(self) -> str | None:
+        """The groundkit mode whose gate measures this stage (``None``: not measured)."""
+        ...
+
+    @property
+    def signals(self) -> Mapping[str, Mapping[str, float]]:
+        """Each ranked question's confidence signals in :attr:`gate_mode`."""
+        ...
 
     def prime(self, queries: Sequence[str]) -> None:
         """Prepare for these queries (embed them in one batch, say)."""
@@ -47,10 +63,17 @@ class StageRun(Protocol):
 
 
 class Suite(Protocol):
-    label: str
-    depth: int
-    questions: Sequence[rpt.Question]
-    qrels: metrics.Qrels
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def depth(self) -> int: ...
+
+    @property
+    def questions(self) -> Sequence[rpt.Question]: ...
+
+    @property
+    def qrels(self) -> metrics.Qrels: ...
 
     def unavailable(self, stage: Stage) -> str | None:
         """Why ``stage`` cannot run on this suite (a resource it needs is missing), or None."""
@@ -102,7 +125,9 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         log(f"{suite.label}: ran {stage.name} on {len(hits)} questions "
             f"({time.perf_counter() - t:.1f}s)")
         results.append(rpt.StageResult(name=stage.name, description=run.description,
-                                       config=run.config, hits=hits, qrels=run.qrels))
+                                       config=run.config, hits=hits, qrels=run.qrels,
+                                       gate_mode=run.gate_mode,
+                                       signals=dict(run.signals) if run.gate_mode else None))
     built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
                              baseline=BASELINE, provenance=suite.provenance(),
                              config=suite.config(stages), settings=settings, run=run_block)

@@ -19,6 +19,7 @@ Each class carries ``exit_code``: the CLI maps it to the process exit status
     MissingDependencyError    5  an optional extra is not installed (names the command)
     ProviderError             6  an embedding server or model is missing or failed
     CollectionBusyError       7  another process is indexing the collection
+    CalibrationError          9  no calibration for the mode, a stale one, or too few questions
 """
 
 from __future__ import annotations
@@ -96,3 +97,9 @@ class CollectionBusyError(GroundkitError, RuntimeError):
     """Another process is indexing this collection right now."""
 
     exit_code = 7
+
+
+class CalibrationError(GroundkitError, RuntimeError):
+    """Abstention was asked for without a usable calibration; the message says how to fix it."""
+
+    exit_code = 9

@@ -163,6 +163,8 @@ class _UnitRun:
         self.config = config
         self.description = description
         self.qrels = None
+        self.gate_mode: str | None = None
+        self.signals: dict[str, dict[str, float]] = {}
         one_per_doc = len(self.units.texts) == len(set(self.units.doc_of.tolist()))
         self.unit_depth = max(1, len(self.units.texts))
 
@@ -193,6 +195,8 @@ class _RunFileRun:
         self.config = {"engine": "run-file", "run_file": path}
         self.description = description
         self.qrels = None
+        self.gate_mode: str | None = None
+        self.signals: dict[str, dict[str, float]] = {}
 
     def prime(self, queries: Sequence[str]) -> None:
         return None

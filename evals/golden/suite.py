@@ -33,9 +33,14 @@ from evals.score import metrics
 from evals.stages import Stage
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.collection.derived import analyzer_of, bm25_params_of
+from groundkit.collection.home import Home
+from groundkit.collection.snapshot import Snapshot
 from groundkit.model import Hit
+from groundkit.retrieval import modes
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.modes import MODES
+from groundkit.retrieval.signals import DenseEvidence, Evidence, LexicalEvidence, lexical_evidence
+from groundkit.retrieval.signals import compute as compute_signals
 from groundkit.text.analysis import Analyzer
 from groundkit.text.chunking import ChunkerConfig
 
@@ -65,7 +70,7 @@ class CollectionSuite:
 
     def __init__(self, *, label: str, golden: Golden, base: IndexConfig,
                  provenance: rpt.Provenance, home: Path,
-                 existing: tuple[str, str | Path | None] | None = None,
+                 existing: tuple[str, Home] | None = None,
                  embedding_cache: Path | None = None) -> None:
         self.label = label
         self.golden = golden
@@ -78,6 +83,7 @@ class CollectionSuite:
         self.qrels: metrics.Qrels = {}
         self._opened: dict[tuple[Any, ...], tuple[Collection, metrics.Qrels]] = {}
         self._verdicts: dict[str, str] = {}
+        self._evidence = EvidenceCache()
         """chunk id -> verdict: a shown chunk is re-read once per run, whatever stage shows it."""
 
     # -- the Suite protocol ------------------------------------------------------------
@@ -104,7 +110,7 @@ class CollectionSuite:
             config["engine"] = stage.engine
         units = f"{settings.chunker.target}-character chunks"
         return _CollectionRun(stage, coll, settings, qrels, config, stage.describe(units),
-                              self._verdicts)
+                              self._verdicts, self._evidence)
 
     def provenance(self) -> rpt.Provenance:
         return self._provenance
@@ -171,12 +177,40 @@ class CollectionSuite:
         return Collection.open(name, self.home)
 
 
+class EvidenceCache:
+    """What each collection's retrievers know about each question, computed once.
+
+    Stages that share a collection (the five hybrids, say) share its evidence; a
+    mode takes the lexical part, the dense part or both.
+    """
+
+    def __init__(self) -> None:
+        self._lexical: dict[tuple[str, str], LexicalEvidence] = {}
+        self._dense: dict[tuple[str, str], DenseEvidence | None] = {}
+
+    def signals(self, snap: Snapshot, mode: str, query: str) -> dict[str, float]:
+        key = (snap.name, query)
+        lexical = dense = None
+        if mode in ("bm25", "hybrid"):
+            if key not in self._lexical:
+                self._lexical[key] = lexical_evidence(snap.bm25(), query)
+            lexical = self._lexical[key]
+        if MODES[mode].embedding:
+            if key not in self._dense:
+                self._dense[key] = modes.evidence(snap, "dense", query).dense
+            dense = self._dense[key]
+        return compute_signals(Evidence(lexical=lexical, dense=dense))
+
+
 class _CollectionRun:
     def __init__(self, stage: Stage, coll: Collection, settings: IndexSettings,
                  qrels: metrics.Qrels, config: dict[str, Any], description: str,
-                 verdicts: dict[str, str]) -> None:
+                 verdicts: dict[str, str], evidence: EvidenceCache) -> None:
         snap = coll.snapshot
         self.verdicts = verdicts
+        self.evidence = evidence
+        self.gate_mode = stage.mode if stage.engine == "groundkit" else None
+        self.signals: dict[str, dict[str, float]] = {}
         self.snapshot = snap
         self.description = description
         self.config = config
@@ -191,7 +225,13 @@ class _CollectionRun:
             self.snapshot.query_embedder().prime(queries)
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
-        """Full records (passage, verdict) for the top ``shown``; ids and scores for the rest."""
+        """Full records (passage, verdict) for the top ``shown``; ids and scores for the rest.
+
+        Also records the question's confidence signals in the stage's mode (for the gate).
+        """
+        if self.gate_mode is not None:
+            self.signals[question.query_id] = self.evidence.signals(
+                self.snapshot, self.gate_mode, question.text)
         scored = self.retriever.search(question.text, depth)
         stored = self.snapshot.stored_chunks([s.position for s in scored[:shown]])
         records = []
@@ -214,7 +254,7 @@ def questions_of(golden: Golden) -> list[rpt.Question]:
         rpt.Question(query_id=q.id, text=q.question, kind=q.kind, traits=tuple(q.traits),
                      gold=tuple(rpt.GoldAnswer(doc_id=a.doc_id, quote=a.quote, start=a.start,
                                                end=a.end) for a in q.answers),
-                     domain=q.domain, split=q.split)
+                     domain=q.domain, split=q.split, near_miss=q.near_miss is not None)
         for q in golden.questions
     ]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from evals.score import metrics, stats
+from evals.score import abstention, metrics, stats
 from groundkit.model import OFFSET_UNIT
 
 from .files import SCHEMA_VERSION, canonical, run_metadata
@@ -46,17 +46,9 @@ def build_report(
     settings = settings or Settings()
     by_id = _check_inputs(questions, qrels, stages, baseline)
     measures = tuple(metrics.canonical_measure(m) for m in settings.measures)
-    judged = sorted(q.query_id for q in questions if q.gold)
-    if not judged:
-        raise ReportError("no question has a gold answer: there is nothing to measure")
+    judged = _judged(questions)
     scores = {s.name: _stage_scores(s, qrels, judged, measures) for s in stages}
     passages = _Passages()
-    breakdowns = {
-        "kind": _breakdown(by_id, judged, scores, lambda q: (q.kind,)),
-        "trait": _breakdown(by_id, judged, scores, lambda q: q.traits),
-    }
-    if any(q.domain for q in questions):
-        breakdowns["domain"] = _breakdown(by_id, judged, scores, lambda q: (q.domain,))
     report = {
         "schema_version": SCHEMA_VERSION,
         "run": dict(run) if run is not None else run_metadata(),
@@ -74,15 +66,37 @@ def build_report(
         "baseline": baseline,
         "stages": [_stage_block(s, scores[s.name], by_id, judged) for s in stages],
         "comparisons": _comparisons(stages, baseline, scores, measures, settings),
-        "breakdowns": breakdowns,
+        "breakdowns": _breakdowns(by_id, judged, scores),
         "questions": [
             _question_block(by_id[q], stages, scores, qrels, settings, passages)
             for q in sorted(by_id)
         ],
         "passages": passages.rows,
     }
+    gated = _gate_items(by_id, stages, qrels)
+    if gated:
+        report["gate"] = abstention.report_block(gated)
     built: dict[str, Any] = canonical(report)
     return built
+
+
+def _judged(questions: Sequence[Question]) -> list[str]:
+    judged = sorted(q.query_id for q in questions if q.gold)
+    if not judged:
+        raise ReportError("no question has a gold answer: there is nothing to measure")
+    return judged
+
+
+def _breakdowns(by_id: Mapping[str, Question], judged: list[str],
+                scores: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-question scores grouped by kind, by trait and (when questions have one) by domain."""
+    out = {
+        "kind": _breakdown(by_id, judged, scores, lambda q: (q.kind,)),
+        "trait": _breakdown(by_id, judged, scores, lambda q: q.traits),
+    }
+    if any(q.domain for q in by_id.values()):
+        out["domain"] = _breakdown(by_id, judged, scores, lambda q: (q.domain,))
+    return out
 
 
 def _check_inputs(
@@ -202,6 +216,25 @@ def _breakdown(
     }
 
 
+def _gate_items(by_id: Mapping[str, Question], stages: Sequence[StageResult],
+                qrels: metrics.Qrels) -> dict[str, tuple[str, list[abstention.Item]]]:
+    """For every stage with confidence signals, each question as the gate analysis needs it."""
+    out = {}
+    for stage in stages:
+        if stage.gate_mode is None or not stage.signals:
+            continue
+        judged = stage.qrels if stage.qrels is not None else qrels
+        items = []
+        for qid, q in by_id.items():
+            relevant = judged.get(qid) or {}
+            retrieved = any(relevant.get(h.chunk_id, 0) > 0 for h in stage.hits[qid][:10])
+            items.append(abstention.Item(query_id=qid, answerable=bool(q.gold),
+                                         near_miss=q.near_miss, retrieved=retrieved,
+                                         split=q.split, signals=stage.signals[qid]))
+        out[stage.name] = (stage.gate_mode, items)
+    return out
+
+
 class _Passages:
     """The passages shown hits point at, each stored once, numbered in order of first use."""
 
@@ -249,6 +282,7 @@ def _question_block(
         "traits": list(question.traits),
         "domain": question.domain,
         "split": question.split,
+        "near_miss": question.near_miss,
         "judged": bool(question.gold),
         "gold": [asdict(g) for g in question.gold],
         "stages": per_stage,

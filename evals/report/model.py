@@ -42,6 +42,8 @@ class Question:
     domain: str = ""
     split: str = ""
     """``train``, ``calibration`` or ``test`` (golden v2 on); "" when the suite has no split."""
+    near_miss: bool = False
+    """A no-answer question whose vocabulary matches a real passage that does not answer it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +86,10 @@ class StageResult:
     config: Mapping[str, Any]
     hits: Mapping[str, Sequence[HitRecord]]
     qrels: metrics.Qrels | None = None
+    gate_mode: str | None = None
+    """The groundkit mode whose abstention gate this stage is measured with, if any."""
+    signals: Mapping[str, Mapping[str, float]] | None = None
+    """Every question's confidence signals in that mode."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

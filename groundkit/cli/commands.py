@@ -12,6 +12,7 @@ from ..model import Status
 from ..progress import ProgressBar
 from ..retrieval.bm25 import BM25Params
 from ..retrieval.fusion import FUSIONS
+from ..retrieval.gate import ALPHA
 from ..retrieval.modes import DEFAULT_MODE, MODES
 from ..sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
 from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
@@ -189,8 +190,7 @@ def _check(p: argparse.ArgumentParser) -> Handler:
     return run
 
 
-@command("search", "Search a collection (BM25 by default; modes are always explicit).")
-def _search(p: argparse.ArgumentParser) -> Handler:
+def _search_arguments(p: argparse.ArgumentParser) -> None:
     hybrid = MODES["hybrid"].defaults()
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
@@ -212,19 +212,93 @@ def _search(p: argparse.ArgumentParser) -> Handler:
                                                for f in FUSIONS.values()))
     p.add_argument("--rrf-k", type=int, default=hybrid["rrf_k"], metavar="K",
                    help=f"hybrid: Reciprocal Rank Fusion constant (default {hybrid['rrf_k']})")
+    p.add_argument("--abstain", action="store_true", help="say 'nothing in this collection "
+                   "answers that' instead of hits when the calibrated gate abstains (needs "
+                   "grk calibrate first)")
+    p.add_argument("--alpha", type=float, metavar="A", help="with --abstain: the highest "
+                   "acceptable rate of answering an unanswerable question (default: the "
+                   f"calibration's, {ALPHA})")
+
+
+@command("search", "Search a collection (BM25 by default; modes are always explicit).")
+def _search(p: argparse.ArgumentParser) -> Handler:
+    _search_arguments(p)
 
     def run(args: argparse.Namespace) -> int:
-        from .render import print_hits
+        from .render import print_abstention, print_hits
 
+        if args.alpha is not None and not args.abstain:
+            raise UsageError("--alpha applies with --abstain only")
+        options = {"top_k": args.top_k, "mode": args.mode, "score_threshold": args.score_threshold,
+                   "explain": args.explain, "verify": args.verify, **_mode_options(args)}
         with Collection.open(args.collection, args.home) as coll:
-            hits = coll.search(args.query, top_k=args.top_k, mode=args.mode,
-                               score_threshold=args.score_threshold, explain=args.explain,
-                               verify=args.verify, **_mode_options(args))
+            if args.abstain:
+                result = coll.search_or_abstain(args.query, alpha=args.alpha, **options)
+                hits, decision = result.hits, result.decision
+            else:
+                hits, decision = coll.search(args.query, **options), None
             analyzer = coll.snapshot.bm25().analyzer
         terms = set(analyzer.analyze(args.query))
-        data = {"query": args.query, "collection": args.collection, "mode": args.mode,
-                "hits": [h.to_dict(args.collection) for h in hits]}
-        emit(args, data, lambda: print_hits(hits, terms, analyzer, explain=args.explain))
+        data: dict[str, Any] = {"query": args.query, "collection": args.collection,
+                                "mode": args.mode, "hits": [h.to_dict(args.collection)
+                                                            for h in hits]}
+        if decision is not None:
+            data.update(decision.to_dict())
+
+        def human() -> None:
+            if decision is not None and decision.abstained:
+                print_abstention(decision)
+            else:
+                print_hits(hits, terms, analyzer, explain=args.explain)
+
+        emit(args, data, human)
+        return 0
+
+    return run
+
+
+@command("calibrate", "Calibrate the abstention gate with your questions (some no_answer).")
+def _calibrate(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("--collection", "-c", required=True, metavar="NAME")
+    p.add_argument("--questions", required=True, metavar="FILE", help="questions in the golden "
+                   "format (one JSON object a line with 'question' and 'kind'); the no_answer "
+                   "ones are what the gate learns 'not in your documents' from")
+    p.add_argument("--alpha", type=float, default=ALPHA, metavar="A", help="the highest "
+                   f"acceptable rate of answering an unanswerable question (default {ALPHA})")
+    p.add_argument("--mode", action="append", choices=tuple(MODES), help="modes to calibrate "
+                   "(repeatable; default bm25, plus dense and hybrid when the collection has "
+                   "an embedding index)")
+
+    def run(args: argparse.Namespace) -> int:
+        from ..collection import calibration
+
+        questions, sha = calibration.read_questions(args.questions)
+        with Collection.open(args.collection, args.home) as coll:
+            snap = coll.snapshot
+            chosen = args.mode or ["bm25", *(("dense", "hybrid") if snap.embedding_spec() else ())]
+            calibrations = [calibration.compute(snap, m, questions, sha, args.alpha)
+                            for m in chosen]
+            directory = snap.directory
+        for c in calibrations:
+            c.check_alpha(c.alpha)
+        calibration.save(directory, calibrations)
+        data = {"collection": args.collection,
+                "calibrations": [{**c.to_dict(), "scores": None} for c in calibrations],
+                "warnings": sorted({w for c in calibrations for w in calibration.warnings(c)})}
+
+        def human() -> None:
+            for c in calibrations:
+                stats = c.stats
+                coverage = stats["coverage_in_sample"]
+                print(f"{c.mode}: n0 = {c.n0} no-answer questions, alpha = {c.alpha:g}; on these "
+                      f"questions it answers {stats['false_answer_rate_in_sample']:.1%} of the "
+                      "no-answer ones and "
+                      + ("no answerable ones (none given)" if coverage is None else
+                         f"{coverage:.1%} of the {stats['answerable']} answerable ones"))
+            for warning in data["warnings"]:
+                print(f"warning: {warning}", file=sys.stderr)
+
+        emit(args, data, human)
         return 0
 
     return run

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Collection
 
 from ..model import Hit
+from ..retrieval.gate import Decision
 from ..text.analysis import Analyzer
 
 SNIPPET = 240
@@ -59,3 +60,9 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
                           f"(doc length {t['doc_length']}, norm {t['norm_length']}) "
                           f"= {t['score']:.4f}")
         print(f"     {c.chunk_id}")
+
+
+def print_abstention(decision: Decision) -> None:
+    print(f"nothing in this collection answers that (p = {decision.p_value:.3g}, "
+          f"alpha = {decision.alpha:g}, {decision.mode} calibrated on {decision.n0} "
+          "unanswerable questions)")

@@ -23,11 +23,12 @@ from typing import Any
 
 from ..errors import ChunkNotFoundError, CollectionNotFoundError, InvalidSpanError
 from ..model import Chunk, Hit, Verdict, split_chunk_id
+from ..retrieval.gate import Decision
 from ..verify import unresolvable
 from .derived import default_builders
 from .home import Home, collection_dir, list_collections, resolve_home
 from .indexer import DerivedBuilder, IndexConfig, IndexReport, Progress, index_collection
-from .search import MAX_TOP_K, search
+from .search import MAX_TOP_K, SearchResult, decide, search, search_or_abstain
 from .snapshot import Snapshot
 from .status import CollectionStatus, collection_status
 
@@ -81,6 +82,19 @@ class Collection:
         """Search; see :func:`groundkit.collection.search.search` for the options."""
         return search(self.snapshot, query, **options)
 
+    def search_or_abstain(self, query: str, **options: Any) -> SearchResult:
+        """Search, or abstain when the calibrated gate says the collection cannot answer.
+
+        ``alpha`` (default the calibration's, 0.1) bounds the rate of answering an
+        unanswerable question; the other options are :meth:`search`'s. Without a
+        calibration for the mode this is a :class:`~groundkit.errors.CalibrationError`.
+        """
+        return search_or_abstain(self.snapshot, query, **options)
+
+    def decide(self, query: str, **options: Any) -> Decision:
+        """The gate's decision alone (``mode``, ``alpha``, the mode's options)."""
+        return decide(self.snapshot, query, **options)
+
     def fetch(self, chunk_id: str) -> Verdict:
         """Re-read a cited chunk now; never raises for a bad citation."""
         try:
@@ -127,6 +141,7 @@ def fetch_chunk(chunk_id: str, home: Home = None) -> Verdict:
 
 
 __all__ = [
-    "MAX_TOP_K", "Collection", "CollectionStatus", "IndexConfig", "IndexReport", "Snapshot",
+    "MAX_TOP_K", "Collection", "CollectionStatus", "Decision", "IndexConfig", "IndexReport",
+    "SearchResult", "Snapshot",
     "collection_dir", "fetch_chunk", "index", "list_collections", "resolve_home",
 ]

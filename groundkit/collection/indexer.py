@@ -96,7 +96,8 @@ def generation_dir(directory: Path, generation: int) -> Path:
 
 
 @contextmanager
-def _exclusive(directory: Path) -> Iterator[None]:
+def exclusive(directory: Path) -> Iterator[None]:
+    """Hold the collection's writer lock (one indexer or calibrator at a time)."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "a+b") as fh:
         try:
@@ -149,7 +150,7 @@ def index_collection(
     for root in roots:
         if not Path(root).is_dir():
             raise UsageError(f"not a folder: {root}")
-    with _exclusive(directory):
+    with exclusive(directory):
         conn = store.connect(directory)
         try:
             return _run(name, directory, conn, config, roots, builders, progress,

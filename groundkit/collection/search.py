@@ -8,13 +8,15 @@ been indexed with an embedding model and the ``dense`` extra installed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
 from ..model import Hit
-from ..retrieval import modes
+from ..retrieval import gate, modes
 from ..retrieval.modes import DEFAULT_MODE
 from ..text.analysis import check_query
+from . import calibration
 from .snapshot import Snapshot
 
 MAX_TOP_K = 1000
@@ -48,3 +50,28 @@ def search(
             verdict=snap.verify(item) if verify else None)
         for rank, (s, item) in enumerate(zip(scored, stored, strict=True), start=1)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The ranked hits and the gate's decision; an abstention carries no hits."""
+
+    hits: list[Hit]
+    decision: gate.Decision
+
+
+def decide(snap: Snapshot, query: str, *, mode: str = DEFAULT_MODE, alpha: float | None = None,
+           **options: Any) -> gate.Decision:
+    """Whether the collection answers ``query`` in ``mode``: its stored calibration's verdict."""
+    check_query(query)
+    calibrated = calibration.load(snap, mode)
+    return gate.decide(calibrated, modes.evidence(snap, mode, query, options), alpha)
+
+
+def search_or_abstain(snap: Snapshot, query: str, *, mode: str = DEFAULT_MODE,
+                      alpha: float | None = None, **options: Any) -> SearchResult:
+    """The gate's decision first; the hits (in the mode's own order) only when it answers."""
+    mode_options = {k: v for k, v in options.items() if k in modes.mode(mode).defaults()}
+    decision = decide(snap, query, mode=mode, alpha=alpha, **mode_options)
+    hits = search(snap, query, mode=mode, **options) if decision.answer else []
+    return SearchResult(hits=hits, decision=decision)

@@ -56,6 +56,13 @@ Mode = Annotated[ModeName, Field(  # type: ignore[valid-type]
     + ". A mode the collection cannot serve is an error, never silently replaced by another.")]
 Verify = Annotated[bool, Field(description="Re-read every hit's span from its file now and "
                                            "attach a verdict.")]
+Abstain = Annotated[bool, Field(description=(
+    "Ask each collection's calibrated abstention gate first: a collection whose gate says its "
+    "documents do not answer the query contributes no hits, and its decision (p-value, alpha, "
+    "the calibration's size) says so. abstained=true means 'looked, and nothing here answers "
+    "that', not 'not looked'. The guarantee is statistical: over questions like the "
+    "collection's calibration questions, at most alpha of unanswerable ones get an answer. A "
+    "collection without a calibration for the mode is an error."))]
 ChunkId = Annotated[str, Field(pattern=_CHUNK_ID, max_length=85,
                                description="A chunk id from search: COLLECTION:<20 hex>.")]
 CheckChanges = Annotated[bool, Field(description="Hash every indexed file (and walk the roots) "
@@ -103,6 +110,19 @@ class SearchHit(_Out):
     verdict: HitVerdict | None = Field(description="Present when verify was requested.")
 
 
+class GateDecision(_Out):
+    collection: str
+    mode: str
+    abstained: bool
+    reason: str
+    p_value: float
+    alpha: float
+    n0: int = Field(description="No-answer questions the gate was calibrated on.")
+    rule: str
+    scores: dict[str, float]
+    p_values: dict[str, float]
+
+
 class SearchOutput(_Out):
     query: str
     mode: str
@@ -110,6 +130,11 @@ class SearchOutput(_Out):
     content_trust: Literal["untrusted-document-text"]
     truncated: bool = Field(description="Some hit text was cut to keep the result under "
                                         f"{MAX_RESPONSE_BYTES} bytes.")
+    abstained: bool | None = Field(default=None, description="With abstain: true when every "
+                                   "collection's gate abstained (no hits), else false; null "
+                                   "when abstain was not asked for.")
+    decisions: list[GateDecision] | None = Field(default=None, description="With abstain: each "
+                                                 "collection's gate decision.")
     hits: list[SearchHit] = Field(description="Best first; empty when nothing matched.")
 
 

@@ -69,7 +69,10 @@ DESCRIPTIONS = {
         "is a citation: chunk id, collection, document path, code-point offsets (offset_unit)"
         ", UTF-16 offsets for JavaScript, line range, score, rank and text; with verify, a "
         "verdict from re-reading the span now. Scores of different collections are each "
-        "computed against their own collection and merged by score." + UNTRUSTED_NOTE),
+        "computed against their own collection and merged by score. With abstain, a "
+        "calibrated gate first decides per collection whether its documents answer the query "
+        "at all; abstained=true means nothing there answers it (at a stated risk alpha), which "
+        "is different from not having looked." + UNTRUSTED_NOTE),
     "fetch_chunk": (
         "Fetch and Verify a Chunk",
         "Re-read a cited chunk from its file now and say whether the citation still holds: "

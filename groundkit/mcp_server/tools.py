@@ -23,12 +23,14 @@ from .pool import CollectionPool
 from .schema import (
     CONTENT_TRUST,
     MAX_LIST_ITEMS,
+    Abstain,
     CheckChanges,
     ChunkId,
     CollectionInfo,
     CollectionName,
     CollectionNames,
     FetchOutput,
+    GateDecision,
     ListCollectionsOutput,
     Mode,
     Query,
@@ -60,20 +62,30 @@ class Tools:
         self._hide = sorted({home, os.path.realpath(home)}, key=len, reverse=True)
 
     def search(self, query: Query, collections: CollectionNames = None, top_k: TopK = 10,
-               mode: Mode = DEFAULT_MODE, verify: Verify = False) -> SearchOutput:
+               mode: Mode = DEFAULT_MODE, verify: Verify = False,
+               abstain: Abstain = False) -> SearchOutput:
         with self._domain_errors():
             names = list(dict.fromkeys(collections or self.pool.served()))
             if not names:
                 raise CollectionNotFoundError("this server has no collections to search yet")
             found: list[tuple[Hit, str]] = []
+            decisions = []
             for name in names:
                 with self.pool.lease(name, bm25=True) as coll:
-                    hits = coll.search(query, top_k=top_k, mode=mode, verify=verify)
+                    if abstain:
+                        result = coll.search_or_abstain(query, top_k=top_k, mode=mode,
+                                                        verify=verify)
+                        hits = result.hits
+                        decisions.append(GateDecision(collection=name,
+                                                      **result.decision.to_dict()))
+                    else:
+                        hits = coll.search(query, top_k=top_k, mode=mode, verify=verify)
                 found.extend((hit, name) for hit in hits)
         found.sort(key=lambda pair: (-pair[0].score, pair[0].rank, pair[1]))
         out = SearchOutput(
             query=query, mode=mode, collections=names, content_trust=CONTENT_TRUST,
-            truncated=False,
+            truncated=False, abstained=all(d.abstained for d in decisions) if abstain else None,
+            decisions=decisions if abstain else None,
             hits=[hit_output(hit, name, rank) for rank, (hit, name) in enumerate(found[:top_k], 1)])
         return fit_search(out)
 

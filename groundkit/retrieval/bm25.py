@@ -181,6 +181,24 @@ class BM25Index:
             lo += 1
         return -1
 
+    def document_frequency(self, term_id: int) -> int:
+        """How many documents hold the term (0 for an unknown id, -1)."""
+        return 0 if term_id < 0 else self._ptr_view[term_id + 1] - self._ptr_view[term_id]
+
+    def idf(self, term_id: int) -> float:
+        """The term's idf under this index's method; an unknown term (-1) counts as the
+        rarest a term can be here (in one document)."""
+        df = max(1, self.document_frequency(term_id))
+        return float(IDF[self.params.method](float(df), self.n_docs_nonempty))
+
+    def contains(self, term_id: int, doc_index: int) -> bool:
+        """Whether document ``doc_index`` holds the term."""
+        if term_id < 0:
+            return False
+        lo, hi = self._ptr_view[term_id], self._ptr_view[term_id + 1]
+        pos = lo + int(np.searchsorted(self.docs[lo:hi], doc_index))
+        return pos < hi and int(self.docs[pos]) == doc_index
+
     # -- searching --------------------------------------------------------------------
 
     def search(

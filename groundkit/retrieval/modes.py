@@ -12,11 +12,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import IndexMismatchError, UsageError
 from .base import Resources, Retriever
 from .dense import DenseRetriever
 from .fusion import DEFAULT_K, FUSIONS, FusionRetriever, fusion_method
 from .lexical import BM25Retriever
+from .signals import Evidence, dense_evidence, lexical_evidence
 
 DEFAULT_MODE = "bm25"
 
@@ -122,3 +125,18 @@ def check_embedding(resources: Resources, embed_model: str | None) -> None:
             f"collection {resources.name!r} was embedded with {recorded}, not {embed_model}; "
             f"search it with "
             f"--embed-model {recorded} or re-index with --embed {embed_model}")
+
+
+def evidence(resources: Resources, name: str, query: str,
+             options: Mapping[str, Any] | None = None) -> Evidence:
+    """What mode ``name``'s retrievers know about ``query``, for the abstention gate."""
+    chosen = mode(name)
+    options = {**chosen.defaults(), **(options or {})}
+    lexical = lexical_evidence(resources.bm25(), query) if name in ("bm25", "hybrid") else None
+    dense = None
+    if chosen.embedding:
+        retriever = _dense(resources, options)
+        cosines = (retriever.store.cosines(retriever.embedder.vector(query)) if query.strip()
+                   else np.zeros(0))
+        dense = dense_evidence(cosines, retriever.store.chunk_ids, resources.positions())
+    return Evidence(lexical=lexical, dense=dense)

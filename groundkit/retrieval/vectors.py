@@ -190,6 +190,10 @@ class VectorStore:
             hits = [hit for hit in hits if hit[1] >= score_threshold]
         return hits
 
+    def cosines(self, query_vector: np.ndarray | Sequence[float]) -> np.ndarray:
+        """The query's cosine to every stored vector, in row (``chunk_ids``) order."""
+        return _cosines(self.vectors, _query_vector(query_vector, self.identity.dimension))
+
     def query(
         self,
         provider: EmbeddingProvider,

@@ -80,8 +80,8 @@ def test_a_second_indexer_on_the_same_collection_is_refused(
 ) -> None:
     root = make_tree({"a.md": "x"})
     holder = ("import sys; from pathlib import Path\n"
-              "from groundkit.collection.indexer import _exclusive\n"
-              "with _exclusive(Path(sys.argv[1])):\n    print('locked', flush=True)\n"
+              "from groundkit.collection.indexer import exclusive\n"
+              "with exclusive(Path(sys.argv[1])):\n    print('locked', flush=True)\n"
               "    sys.stdin.read()\n")
     proc = subprocess.Popen([sys.executable, "-c", holder, str(home / "collections" / "k")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

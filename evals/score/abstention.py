@@ -1,0 +1,279 @@
+"""Measuring the abstention gate: how well each confidence signal separates, and whether
+the conformal guarantee holds on questions the calibration never saw.
+
+For one stage, given every question's confidence signals, whether it is answerable,
+whether it is a near miss, whether the stage retrieved its gold in the top 10 (the
+answers worth giving) and its part of the split:
+
+* **signals** — every candidate's AUROC: answerable-and-retrieved against no-answer on
+  the *train* part (how the gate's signal is chosen), answerable against no-answer and
+  near-miss no-answer alone on the *test* part (how it is reported).
+* **shipped** — calibrate on the calibration part's no-answer questions, decide the test
+  part at each alpha: the false-answer rate on no-answer questions (Clopper–Pearson 95%
+  interval), on near misses, wrongful abstentions on answerable questions split into
+  retrieved and not, coverage of the retrieved answerable ones, AURC and excess AURC.
+* **resplits** — the same over :data:`RESPLITS` seeded random re-splits of calibration
+  and test (train stays out), mean and 5–95% band, so no lucky split decides.
+
+Risk for the risk–coverage curve: answering a question is an error when it has no
+answer or its gold was not retrieved (a wrong citation either way).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import beta
+
+from groundkit.retrieval import gate
+
+ALPHAS = (0.05, 0.1, 0.2)
+RESPLITS = 500
+SEED = 0
+CURVE_POINTS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One question as the gate analysis sees it."""
+
+    query_id: str
+    answerable: bool
+    near_miss: bool
+    retrieved: bool
+    split: str
+    signals: Mapping[str, float]
+
+
+def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
+    """P(a positive scores above a negative), ties counting half (Mann–Whitney)."""
+    if not positive or not negative:
+        return None
+    scores = np.concatenate([np.asarray(positive, float), np.asarray(negative, float)])
+    ranks = _average_ranks(scores)
+    n_pos = len(positive)
+    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * len(negative)))
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values))
+    sorted_values = values[order]
+    start = 0
+    while start < len(values):
+        end = start
+        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start:end + 1]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact binomial interval of k successes in n."""
+    if n == 0:
+        return (0.0, 1.0)
+    tail = (1 - confidence) / 2
+    low = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - tail, k + 1, n - k))
+    return (low, high)
+
+
+def signal_table(items: Sequence[Item]) -> dict[str, dict[str, float | None]]:
+    """Every signal's AUROCs (see the module docstring)."""
+    names = sorted({name for item in items for name in item.signals})
+    train = [i for i in items if i.split == "train"]
+    test = [i for i in items if i.split == "test"]
+
+    def values(group: Sequence[Item], name: str) -> list[float]:
+        return [i.signals[name] for i in group if name in i.signals]
+
+    out = {}
+    for name in names:
+        out[name] = {
+            "train_retrieved_vs_no_answer": auroc(
+                values([i for i in train if i.answerable and i.retrieved], name),
+                values([i for i in train if not i.answerable], name)),
+            "test_answerable_vs_no_answer": auroc(
+                values([i for i in test if i.answerable], name),
+                values([i for i in test if not i.answerable], name)),
+            "test_answerable_vs_near_miss": auroc(
+                values([i for i in test if i.answerable], name),
+                values([i for i in test if not i.answerable and i.near_miss], name)),
+            "test_retrieved_vs_no_answer": auroc(
+                values([i for i in test if i.answerable and i.retrieved], name),
+                values([i for i in test if not i.answerable], name)),
+        }
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    """Items as arrays: one row per item."""
+
+    answerable: np.ndarray
+    near_miss: np.ndarray
+    retrieved: np.ndarray
+    signals: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, items: Sequence[Item], names: Sequence[str]) -> _Arrays:
+        return cls(answerable=np.array([i.answerable for i in items], bool),
+                   near_miss=np.array([i.near_miss for i in items], bool),
+                   retrieved=np.array([i.retrieved for i in items], bool),
+                   signals={n: np.array([i.signals[n] for i in items], float) for n in names})
+
+    def take(self, rows: np.ndarray) -> _Arrays:
+        return _Arrays(self.answerable[rows], self.near_miss[rows], self.retrieved[rows],
+                       {k: v[rows] for k, v in self.signals.items()})
+
+
+def p_values(scorer: gate.Scorer, calibration: _Arrays, target: _Arrays) -> np.ndarray:
+    """The combined conformal p-value of each target row, calibrated on ``calibration``.
+
+    Vectorised :func:`groundkit.retrieval.gate.p_value`: ``(1 + #{c >= s}) / (n0 + 1)``.
+    """
+    per = []
+    for signal in scorer.signals.values():
+        cal = np.sort(calibration.signals[signal][~calibration.answerable])
+        at_least = len(cal) - np.searchsorted(cal, target.signals[signal], side="left")
+        per.append((1 + at_least) / (len(cal) + 1))
+    stacked = np.vstack(per)
+    if scorer.rule in ("single", "both"):
+        return np.asarray(stacked.max(axis=0))
+    if scorer.rule == "mean2":
+        return np.asarray(np.minimum(1.0, 2.0 * stacked.mean(axis=0)))
+    raise ValueError(f"unknown rule {scorer.rule!r}")
+
+
+def at_alpha(items: _Arrays, p: np.ndarray, alpha: float) -> dict[str, Any]:
+    """What deciding ``items`` with p-values ``p`` at ``alpha`` does."""
+    answered = p <= alpha
+    groups = {
+        "no_answer": ~items.answerable,
+        "near_miss": ~items.answerable & items.near_miss,
+        "retrieved": items.answerable & items.retrieved,
+        "missed": items.answerable & ~items.retrieved,
+        "answerable": items.answerable,
+    }
+    count = {k: int(v.sum()) for k, v in groups.items()}
+    hit = {k: int((answered & v).sum()) for k, v in groups.items()}
+    low, high = clopper_pearson(hit["no_answer"], count["no_answer"])
+    return {
+        "alpha": alpha,
+        "false_answer_rate": _rate(hit["no_answer"], count["no_answer"]),
+        "false_answer_interval": [low, high],
+        "near_miss_false_answer_rate": _rate(hit["near_miss"], count["near_miss"]),
+        "coverage_retrieved": _rate(hit["retrieved"], count["retrieved"]),
+        "coverage_answerable": _rate(hit["answerable"], count["answerable"]),
+        "wrongful_abstentions_retrieved": count["retrieved"] - hit["retrieved"],
+        "abstentions_not_retrieved": count["missed"] - hit["missed"],
+        "counts": count,
+    }
+
+
+def _rate(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def risk_coverage(items: _Arrays, p: np.ndarray) -> dict[str, Any]:
+    """AURC, excess AURC (Geifman et al. 2019) and the curve, answering by ascending p-value."""
+    n = len(p)
+    if n == 0:
+        return {"aurc": None, "excess_aurc": None, "risk_at_full_coverage": None, "curve": []}
+    order = np.argsort(p, kind="mergesort")
+    errors = (~(items.answerable & items.retrieved))[order].astype(float)
+    risks = np.cumsum(errors) / np.arange(1, n + 1)
+    aurc = float(risks.mean())
+    r = float(errors.mean())
+    optimal = r + (1 - r) * math.log(1 - r) if r < 1 else 1.0
+    picks = np.unique(np.linspace(0, n - 1, min(n, CURVE_POINTS)).astype(int))
+    curve = [[float((k + 1) / n), float(risks[k])] for k in picks]
+    return {"aurc": aurc, "excess_aurc": aurc - optimal, "risk_at_full_coverage": r,
+            "curve": curve}
+
+
+def evaluate(items: Sequence[Item], scorer: gate.Scorer, *, resplits: int = RESPLITS,
+             seed: int = SEED) -> dict[str, Any]:
+    """The shipped split's results and the re-split bands for one scorer."""
+    names = sorted(set(scorer.signals.values()))
+    calibration = _Arrays.of([i for i in items if i.split == "calibration"], names)
+    test = _Arrays.of([i for i in items if i.split == "test"], names)
+    p = p_values(scorer, calibration, test)
+    shipped = {
+        "n0": int((~calibration.answerable).sum()),
+        "auroc": auroc(list(-p[test.answerable]), list(-p[~test.answerable])),
+        "at_alpha": [at_alpha(test, p, a) for a in ALPHAS],
+        **risk_coverage(test, p),
+    }
+    pool = _Arrays.of([i for i in items if i.split in ("calibration", "test")], names)
+    return {"signals": dict(scorer.signals), "rule": scorer.rule, "shipped": shipped,
+            "resplits": _resplits(pool, len(calibration.answerable), scorer, resplits, seed)}
+
+
+def _resplits(pool: _Arrays, n_calibration: int, scorer: gate.Scorer, resplits: int,
+              seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    far: dict[float, list[float]] = {a: [] for a in ALPHAS}
+    cov: dict[float, list[float]] = {a: [] for a in ALPHAS}
+    for _ in range(resplits):
+        order = rng.permutation(len(pool.answerable))
+        test = pool.take(order[n_calibration:])
+        p = p_values(scorer, pool.take(order[:n_calibration]), test)
+        for a in ALPHAS:
+            answered = p <= a
+            no_answer, good = ~test.answerable, test.answerable & test.retrieved
+            far[a].append(float((answered & no_answer).sum() / max(1, no_answer.sum())))
+            cov[a].append(float((answered & good).sum() / max(1, good.sum())))
+    out = []
+    for a in ALPHAS:
+        f, c = np.array(far[a]), np.array(cov[a])
+        out.append({"alpha": a, "false_answer_rate_mean": float(f.mean()),
+                    "false_answer_rate_band": [float(np.quantile(f, 0.05)),
+                                               float(np.quantile(f, 0.95))],
+                    "coverage_retrieved_mean": float(c.mean()),
+                    "coverage_retrieved_band": [float(np.quantile(c, 0.05)),
+                                                float(np.quantile(c, 0.95))]})
+    return {"count": resplits, "seed": seed, "at_alpha": out}
+
+
+def alternatives(mode: str) -> dict[str, gate.Scorer]:
+    """The scorers measured for a mode: its default, and for hybrid the measured rivals."""
+    default = gate.SCORERS[mode]
+    if mode != "hybrid":
+        return {"default": default}
+    lexical, dense = default.signals["bm25"], default.signals["dense"]
+    return {
+        "both": default,
+        "mean2": gate.Scorer(signals=default.signals, rule="mean2"),
+        "both+agreement": gate.Scorer(signals={**default.signals, "agreement":
+                                               "agreement.top10"}, rule="both"),
+        "bm25 alone": gate.Scorer(signals={"bm25": lexical}),
+        "dense alone": gate.Scorer(signals={"dense": dense}),
+    }
+
+
+def report_block(items_by_stage: Mapping[str, tuple[str, Sequence[Item]]]) -> dict[str, Any]:
+    """The report's ``gate`` block: per measured stage, its signals and its scorers.
+
+    Only the first hybrid stage gets the hybrid rivals (they share its evidence).
+    """
+    stages: dict[str, Any] = {}
+    rivals_done = False
+    for name, (mode, items) in items_by_stage.items():
+        if not any(i.split == "calibration" for i in items):
+            continue  # no split, nothing to calibrate on (a person's own questions)
+        scorers = alternatives(mode)
+        if mode == "hybrid" and rivals_done:
+            scorers = {"both": scorers["both"]}
+        rivals_done = rivals_done or mode == "hybrid"
+        stages[name] = {"mode": mode, "signals": signal_table(items),
+                        "scorers": {label: evaluate(items, s) for label, s in scorers.items()}}
+    return {"alphas": list(ALPHAS), "resplits": RESPLITS, "seed": SEED,
+            "risk": "answering is an error when the question has no answer or its gold is not "
+                    "in the stage's top 10",
+            "stages": stages}
