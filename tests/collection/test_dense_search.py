@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import TreeMaker
 
-from groundkit.collection import Collection, IndexConfig, index
+from groundkit.collection import Collection, IndexConfig, calibration, index
 from groundkit.errors import IndexMismatchError, UsageError
+from groundkit.retrieval import gate, modes
 from groundkit.testing.ollama_standin import OllamaStandin, hashing_embedder
 
 pytest.importorskip("lancedb")
@@ -134,3 +135,21 @@ def test_vectors_from_another_generation_fail_closed(
         coll.search("logs", mode="dense")
     assert any("vector store" in p for p in coll.check())
     coll.close()
+
+
+def test_dense_and_hybrid_gates_calibrate_and_decide_with_each_retrievers_p_value(
+        local: Collection, tmp_path: Path) -> None:
+    no_answer = ["zebra migration routes", "the price of saffron", "tax on imported violins",
+                 "how tall is the lighthouse", "poems about autumn rain", "chess openings",
+                 "the boiling point of tin", "who painted the ceiling", "rules of cricket"]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"question": q, "kind": "no_answer"}) + "\n"
+                                 for q in no_answer))
+    found, sha = calibration.read_questions(questions)
+    made = [calibration.compute(local.snapshot, m, found, sha) for m in ("dense", "hybrid")]
+    assert [c.n0 for c in made] == [9, 9] and made[1].rule == "both"
+    assert made[0].embedding == {"spec": "local:all-MiniLM-L6-v2"}
+    hybrid = made[1]
+    decision = gate.decide(hybrid, modes.evidence(local.snapshot, "hybrid", "car maintenance"))
+    assert set(decision.p_values) == {"bm25", "dense"}
+    assert decision.p_value == max(decision.p_values.values())

@@ -307,3 +307,37 @@ def test_both_protocol_revisions_negotiate_and_call_every_tool(
 
     version, errors = session(server, body, mode)
     assert version == {"legacy": "2025-11-25"}.get(mode, mode) and errors == [False] * 3
+
+
+def test_search_with_abstain_tells_nothing_found_from_not_looked(
+        root: Path, home: Path, tmp_path: Path) -> None:
+    from groundkit.collection import calibration
+
+    questions = tmp_path / "q.jsonl"
+    no_answer = ["who restarts the mail server", "what does error E9999 mean for printers",
+                 "how long are chat logs archived", "which engineer approves holidays",
+                 "where is the upload button", "what quota applies to parking",
+                 "how are audit reports published", "when does the night shift start",
+                 "are deployment freezes announced", "what year is kept in the archive"]
+    questions.write_text("".join(json.dumps({"question": q, "kind": "no_answer"}) + "\n"
+                                 for q in no_answer))
+    index("k", IndexConfig(roots=(str(root),)), home=home)
+    with Collection.open("k", home) as coll:
+        found, sha = calibration.read_questions(questions)
+        calibration.save(coll.snapshot.directory,
+                         [calibration.compute(coll.snapshot, "bm25", found, sha)])
+    server = build_server(home=home)
+    refused = ok(server, "search", {"query": "who restarts the mail server", "abstain": True})
+    assert refused["abstained"] is True and refused["hits"] == []
+    [decision] = refused["decisions"]
+    assert decision["collection"] == "k" and decision["p_value"] > decision["alpha"] == 0.1
+    assert decision["n0"] == 10 and decision["mode"] == "bm25"
+    answered = ok(server, "search", {"query": "what does error E4012 mean", "abstain": True})
+    assert answered["abstained"] is False and answered["hits"][0]["path"] == "notes/codes.txt"
+    plain = ok(server, "search", {"query": "what does error E4012 mean"})
+    assert plain["abstained"] is None and plain["decisions"] is None  # not asked, not looked
+
+
+def test_abstain_without_a_calibration_is_an_error_naming_the_fix(server: MCPServer) -> None:
+    message = error(server, "search", {"query": "logs", "abstain": True})
+    assert "no calibration" in message and "grk calibrate" in message

@@ -1,0 +1,99 @@
+"""The harness's abstention measures: AUROC, intervals, risk–coverage, re-splits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evals.score import abstention
+from evals.score.abstention import Item
+from groundkit.retrieval import gate
+
+SIGNAL = gate.SCORERS["bm25"].signals["bm25"]
+
+
+def arrays(values: np.ndarray, answerable: bool) -> abstention._Arrays:
+    n = len(values)
+    return abstention._Arrays(np.full(n, answerable), np.zeros(n, bool), np.zeros(n, bool),
+                              {SIGNAL: values})
+
+
+def test_vectorised_p_values_agree_with_the_gate() -> None:
+    rng = np.random.default_rng(3)
+    cal, target = rng.random(40).round(2), rng.random(200).round(2)  # rounded: many ties
+    fast = abstention.p_values(gate.SCORERS["bm25"], arrays(cal, False), arrays(target, True))
+    assert fast.tolist() == pytest.approx([gate.p_value(sorted(cal), s) for s in target])
+
+
+def test_auroc_counts_ties_as_half_and_needs_both_groups() -> None:
+    assert abstention.auroc([3, 4], [1, 2]) == 1.0
+    assert abstention.auroc([1, 2], [3, 4]) == 0.0
+    assert abstention.auroc([1, 2], [1, 2]) == 0.5
+    assert abstention.auroc([2], [1, 2, 3]) == pytest.approx(0.5)
+    assert abstention.auroc([], [1]) is None
+
+
+def test_clopper_pearson_brackets_the_rate_and_is_exact_at_the_edges() -> None:
+    low, high = abstention.clopper_pearson(0, 20)
+    assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 20))
+    low, high = abstention.clopper_pearson(5, 50)
+    assert low < 0.1 < high and (round(low, 3), round(high, 3)) == (0.033, 0.218)
+
+
+def items(n: int, seed: int = 1) -> list[Item]:
+    """Answerable questions score higher on average than no-answer ones."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        answerable = i % 3 != 0
+        split = ("train", "calibration", "test")[i % 5 % 3]
+        score = float(rng.normal(1.0 if answerable else 0.0))
+        out.append(Item(query_id=f"q{i}", answerable=answerable, near_miss=not answerable and
+                        i % 2 == 0, retrieved=answerable and i % 4 != 1, split=split,
+                        signals={SIGNAL: score}))
+    return out
+
+
+def test_evaluate_reports_the_shipped_split_and_bands_over_resplits() -> None:
+    out = abstention.evaluate(items(900), gate.SCORERS["bm25"], resplits=200)
+    shipped = {row["alpha"]: row for row in out["shipped"]["at_alpha"]}
+    assert set(shipped) == set(abstention.ALPHAS)
+    strict, loose = shipped[0.05], shipped[0.2]
+    assert strict["false_answer_rate"] <= loose["false_answer_rate"]
+    assert strict["coverage_retrieved"] <= loose["coverage_retrieved"]
+    low, high = strict["false_answer_interval"]
+    assert low <= strict["false_answer_rate"] <= high
+    assert 0.7 < out["shipped"]["auroc"] < 0.9   # a separation of one standard deviation
+    bands = {row["alpha"]: row for row in out["resplits"]["at_alpha"]}
+    for alpha, row in bands.items():             # the guarantee holds on average
+        assert row["false_answer_rate_mean"] <= alpha + 0.02
+        lo, hi = row["false_answer_rate_band"]
+        assert lo <= row["false_answer_rate_mean"] <= hi
+    assert out["resplits"]["count"] == 200
+
+
+def test_risk_coverage_of_a_perfect_ranking_has_no_excess() -> None:
+    good = np.array([True, True, False, False])
+    test = abstention._Arrays(good, np.zeros(4, bool), good, {SIGNAL: np.zeros(4)})
+    perfect = abstention.risk_coverage(test, np.array([0.01, 0.02, 0.5, 0.9]))
+    worst = abstention.risk_coverage(test, np.array([0.9, 0.5, 0.01, 0.02]))
+    assert perfect["risk_at_full_coverage"] == worst["risk_at_full_coverage"] == 0.5
+    assert perfect["aurc"] < worst["aurc"]
+    assert perfect["excess_aurc"] == pytest.approx(perfect["aurc"] - (0.5 + 0.5 * np.log(0.5)))
+    assert perfect["curve"][-1] == [1.0, 0.5]
+
+
+def test_the_report_block_measures_hybrid_against_its_rivals() -> None:
+    rng = np.random.default_rng(2)
+    rows = [Item(query_id=i.query_id, answerable=i.answerable, near_miss=i.near_miss,
+                 retrieved=i.retrieved, split=i.split,
+                 signals={**i.signals, "dense.margin": float(rng.normal()),
+                          "agreement.top10": float(rng.random())})
+            for i in items(300)]
+    block = abstention.report_block({"bm25": ("bm25", rows), "hybrid": ("hybrid", rows),
+                                     "hybrid-2": ("hybrid", rows)})
+    stages = block["stages"]
+    assert set(stages["hybrid"]["scorers"]) == {"both", "mean2", "both+agreement",
+                                                "bm25 alone", "dense alone"}
+    assert set(stages["hybrid-2"]["scorers"]) == {"both"}
+    assert stages["bm25"]["signals"][SIGNAL]["test_answerable_vs_no_answer"] is not None
