@@ -28,6 +28,10 @@ svg.plot .zero{stroke:#9aa4ae;stroke-dasharray:3 3}svg.plot .ci{stroke-width:2.5
 svg.plot .better line,svg.plot .better circle{stroke:var(--good);fill:var(--good)}
 svg.plot .worse line,svg.plot .worse circle{stroke:var(--bad);fill:var(--bad)}
 svg.plot .unclear line,svg.plot .unclear circle{stroke:var(--neutral);fill:var(--neutral)}
+svg.risk .frame{fill:none;stroke:var(--line)}svg.risk text{stroke:none}
+svg.risk .curve{fill:none;stroke-width:2}
+svg.risk .c0{stroke:#1f77b4}svg.risk .c1{stroke:#d62728}svg.risk .c2{stroke:#2ca02c}
+svg.risk .c3{stroke:#9467bd}svg.risk .c4{stroke:#ff7f0e}svg.risk .c5{stroke:#17becf}
 .filters{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0 12px}
 .filters input[type=search]{min-width:280px;padding:4px 6px}#filter-count{color:var(--muted)}
 details.question{border:1px solid var(--line);border-radius:4px;margin:6px 0}

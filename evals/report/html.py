@@ -14,17 +14,14 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from .assets import CSS, SCRIPT
+from .gate_html import gate_section
+from .markup import e, num, pval, signed
 
 Report = Mapping[str, Any]
-
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
-
 
 def _csp_hash(source: str) -> str:
     digest = hashlib.sha256(source.encode("utf-8")).digest()
@@ -43,15 +40,16 @@ def render(report: Report) -> str:
             _summary(report),
             _forest_section(report),
             _abstention(report),
+            gate_section(report),
             _breakdowns(report),
             _drilldown(report),
         ]
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(policy)}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{e(policy)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>groundkit evaluation — golden {_e(report['golden']['version'])}</title>\n"
+        f"<title>groundkit evaluation — golden {e(report['golden']['version'])}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )
@@ -66,18 +64,6 @@ def write_html(report: Report, path: str | Path) -> Path:
 
 
 # --- formatting ---------------------------------------------------------------
-
-
-def _num(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def _signed(value: float) -> str:
-    return f"{value:+.3f}".replace("-", "−")
-
-
-def _p(value: float) -> str:
-    return "&lt;0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _verdict_class(c: Mapping[str, Any]) -> str:
@@ -122,31 +108,31 @@ def _header(report: Report) -> str:
             f"{len(report['comparisons'])} comparisons, seed {report['seed']}",
         ),
     ]
-    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
+    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
     return f'<header><h1>groundkit evaluation report</h1><dl class="facts">{items}</dl></header>'
 
 
 def _summary(report: Report) -> str:
     measures: list[str] = report["measures"]
     index = _comparison_index(report)
-    head = "".join(f'<th scope="col">{_e(m)}</th>' for m in measures)
+    head = "".join(f'<th scope="col">{e(m)}</th>' for m in measures)
     rows = []
     for stage in report["stages"]:
         name = stage["name"]
         cells = []
         for m in measures:
-            cell = f'<span class="mean">{_num(stage["metrics"][m])}</span>'
+            cell = f'<span class="mean">{num(stage["metrics"][m])}</span>'
             c = index.get((name, m))
             if c is not None:
                 cell += (
-                    f'<span class="delta {_verdict_class(c)}">{_signed(c["delta"])} '
-                    f"[{_signed(c['ci_low'])}, {_signed(c['ci_high'])}]</span>"
-                    f'<span class="p">p<sub>Holm</sub> {_p(c["p_holm"])}</span>'
+                    f'<span class="delta {_verdict_class(c)}">{signed(c["delta"])} '
+                    f"[{signed(c['ci_low'])}, {signed(c['ci_high'])}]</span>"
+                    f'<span class="p">p<sub>Holm</sub> {pval(c["p_holm"])}</span>'
                 )
             cells.append(f"<td>{cell}</td>")
         tag = ' <span class="tag">baseline</span>' if name == report["baseline"] else ""
         rows.append(
-            f'<tr><th scope="row">{_e(name)}{tag}<div class="desc">{_e(stage["description"])}'
+            f'<tr><th scope="row">{e(name)}{tag}<div class="desc">{e(stage["description"])}'
             f'</div></th><td class="n">{stage["judged"]}</td>{"".join(cells)}</tr>'
         )
     return (
@@ -189,20 +175,20 @@ def _forest_plot(measure: str, rows: Sequence[Mapping[str, Any]]) -> str:
         return round(left + (v + limit) / (2 * limit) * width, 2)
 
     parts = [
-        f'<text x="{left + width / 2}" y="16" class="title">{_e(measure)}</text>',
+        f'<text x="{left + width / 2}" y="16" class="title">{e(measure)}</text>',
         f'<line x1="{x(0)}" y1="{top - 6}" x2="{x(0)}" y2="{height - 18}" class="zero"/>',
     ]
     for tick in (-limit, 0.0, limit):
-        label = _signed(tick) if tick else "0"
+        label = signed(tick) if tick else "0"
         parts.append(f'<text x="{x(tick)}" y="{height - 4}" class="tick">{label}</text>')
     for i, r in enumerate(rows):
         y = top + row_h * i + row_h / 2
         cls = _verdict_class(r)
-        interval = f"{_signed(r['delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]"
+        interval = f"{signed(r['delta'])} [{signed(r['ci_low'])}, {signed(r['ci_high'])}]"
         parts.append(
-            f'<g class="{cls}"><title>{_e(r["stage"])} − {_e(r["baseline"])}, {_e(measure)}: '
+            f'<g class="{cls}"><title>{e(r["stage"])} − {e(r["baseline"])}, {e(measure)}: '
             f"{interval}</title>"
-            f'<text x="{left - 8}" y="{y + 4}" class="label">{_e(r["stage"])}</text>'
+            f'<text x="{left - 8}" y="{y + 4}" class="label">{e(r["stage"])}</text>'
             f'<line x1="{x(r["ci_low"])}" y1="{y}" x2="{x(r["ci_high"])}" y2="{y}" '
             f'class="ci"/><circle cx="{x(r["delta"])}" cy="{y}" r="4.5"/>'
             f'<text x="{left + width + 10}" y="{y + 4}" class="value">{interval}</text></g>'
@@ -210,7 +196,7 @@ def _forest_plot(measure: str, rows: Sequence[Mapping[str, Any]]) -> str:
     total = left + width + right
     return (
         f'<svg class="plot" viewBox="0 0 {total} {height}" width="{total}" height="{height}" '
-        f'role="img" aria-label="{_e(measure)} differences from the baseline" '
+        f'role="img" aria-label="{e(measure)} differences from the baseline" '
         f'xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
     )
 
@@ -220,7 +206,7 @@ def _abstention(report: Report) -> str:
     for stage in report["stages"]:
         a = stage["abstention"]
         rows.append(
-            f'<tr><th scope="row">{_e(stage["name"])}</th>'
+            f'<tr><th scope="row">{e(stage["name"])}</th>'
             f"<td>{a['no_answer_abstained']} / {a['no_answer_total']}</td>"
             f"<td>{a['answerable_abstained']} / {a['answerable_total']}</td></tr>"
         )
@@ -235,7 +221,7 @@ def _abstention(report: Report) -> str:
 
 def _breakdowns(report: Report) -> str:
     measures: list[str] = report["measures"]
-    head = "".join(f'<th scope="col">{_e(m)}</th>' for m in measures)
+    head = "".join(f'<th scope="col">{e(m)}</th>' for m in measures)
     tables = []
     for axis in [a for a in ("kind", "trait", "domain") if a in report["breakdowns"]]:
         rows = []
@@ -243,13 +229,13 @@ def _breakdowns(report: Report) -> str:
             entry = report["breakdowns"][axis][group]
             for i, stage in enumerate(s["name"] for s in report["stages"]):
                 lead = (
-                    f'<th scope="row" rowspan="{len(report["stages"])}">{_e(group)}'
+                    f'<th scope="row" rowspan="{len(report["stages"])}">{e(group)}'
                     f'<div class="desc">n = {entry["n"]}</div></th>'
                     if i == 0
                     else ""
                 )
-                values = "".join(f"<td>{_num(entry['stages'][stage][m])}</td>" for m in measures)
-                rows.append(f"<tr>{lead}<td>{_e(stage)}</td>{values}</tr>")
+                values = "".join(f"<td>{num(entry['stages'][stage][m])}</td>" for m in measures)
+                rows.append(f"<tr>{lead}<td>{e(stage)}</td>{values}</tr>")
         tables.append(
             f'<h3>By {axis}</h3><div class="scroll"><table class="breakdown"><thead><tr>'
             f'<th scope="col">{axis}</th><th scope="col">stage</th>{head}</tr></thead>'
@@ -266,7 +252,7 @@ def _drilldown(report: Report) -> str:
     eleven times, so the page stays small at golden v2's size.
     """
     kinds = sorted({q["kind"] for q in report["questions"]})
-    options = "".join(f'<option value="{_e(k)}">{_e(k)}</option>' for k in kinds)
+    options = "".join(f'<option value="{e(k)}">{e(k)}</option>' for k in kinds)
     primary = _primary_measure(report)
     items = "".join(_question(report, i, q, primary) for i, q in enumerate(report["questions"]))
     return (
@@ -275,7 +261,7 @@ def _drilldown(report: Report) -> str:
         'aria-label="filter questions">'
         f'<select id="filter-kind" aria-label="kind"><option value="">every kind</option>'
         f'{options}</select><label><input id="filter-differs" type="checkbox"> only where a '
-        f"stage differs from the baseline on {_e(primary)}</label>"
+        f"stage differs from the baseline on {e(primary)}</label>"
         '<button id="expand-all" type="button">expand</button>'
         '<button id="collapse-all" type="button">collapse</button>'
         '<span id="filter-count"></span></div>'
@@ -344,7 +330,7 @@ def _stage_data(entry: Mapping[str, Any], measures: Sequence[str]) -> list[Any]:
 def _outcome(entry: Mapping[str, Any], primary: str) -> str:
     """A judged question's score on the primary measure, else whether it abstained."""
     if primary in entry["scores"]:
-        return _num(entry["scores"][primary])
+        return num(entry["scores"][primary])
     return "abstained" if entry["abstained"] else f"{entry['retrieved']} hits"
 
 
@@ -353,12 +339,12 @@ def _question(report: Report, index: int, q: Mapping[str, Any], primary: str) ->
     stages = [s["name"] for s in report["stages"]]
     outcome = {s: _outcome(q["stages"][s], primary) for s in stages}
     differs = any(outcome[s] != outcome[baseline] for s in stages)
-    badges = "".join(f'<span class="badge">{_e(s)} {outcome[s]}</span>' for s in stages)
+    badges = "".join(f'<span class="badge">{e(s)} {outcome[s]}</span>' for s in stages)
     search = " ".join([q["query_id"], q["text"], *q["traits"], q["domain"]]).lower()
     return (
-        f'<details class="question" id="q-{_e(q["query_id"])}" data-kind="{_e(q["kind"])}" '
-        f'data-differs="{int(differs)}" data-search="{_e(search)}" data-index="{index}"><summary>'
-        f'<code>{_e(q["query_id"])}</code> <span class="kind">{_e(q["kind"])}</span> '
-        f'{_e(q["text"])} <span class="badges">{badges}</span></summary>'
+        f'<details class="question" id="q-{e(q["query_id"])}" data-kind="{e(q["kind"])}" '
+        f'data-differs="{int(differs)}" data-search="{e(search)}" data-index="{index}"><summary>'
+        f'<code>{e(q["query_id"])}</code> <span class="kind">{e(q["kind"])}</span> '
+        f'{e(q["text"])} <span class="badges">{badges}</span></summary>'
         '<div class="body"></div></details>'
     )

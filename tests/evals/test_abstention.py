@@ -97,3 +97,38 @@ def test_the_report_block_measures_hybrid_against_its_rivals() -> None:
                                                 "bm25 alone", "dense alone"}
     assert set(stages["hybrid-2"]["scorers"]) == {"both"}
     assert stages["bm25"]["signals"][SIGNAL]["test_answerable_vs_no_answer"] is not None
+
+
+def test_stages_with_confidence_signals_get_a_schema_valid_gate_block() -> None:
+    from evals import report as rp
+
+    text = "Deployment logs are kept for 30 days."
+    gold = (rp.GoldAnswer(doc_id="logs.md", quote=text, start=0, end=len(text)),)
+    parts = ["train", "calibration", "test"]
+    questions = [rp.Question(query_id=f"q{i}", text=f"question {i}", split=parts[i % 3],
+                             kind="answerable" if i % 2 else "no_answer",
+                             gold=gold if i % 2 else (), near_miss=i % 4 == 0)
+                 for i in range(30)]
+    qrels = {q.query_id: {"c:a": 1} for q in questions if q.gold}
+    a = rp.HitRecord(rank=1, chunk_id="c:a", doc_id="logs.md", start=0, end=len(text),
+                     score=1.0, text=text, verdict="verified")
+    signals = {q.query_id: {SIGNAL: (0.9 if q.gold else 0.2) + int(q.query_id[1:]) / 100}
+               for q in questions}
+    bm25 = rp.StageResult(name="bm25", description="BM25", config={},
+                          hits={q.query_id: [a] for q in questions}, gate_mode="bm25",
+                          signals=signals)
+    plain = rp.StageResult(name="plain", description="BM25 again", config={}, hits=bm25.hits)
+    provenance = rp.Provenance(golden_version="v2", golden_manifest_sha256="ab" * 32,
+                               groundkit_version="0.1.0", git_commit=None, python="3.11",
+                               libraries={})
+    report = rp.build_report(questions=questions, qrels=qrels, stages=[bm25, plain],
+                             baseline="bm25", provenance=provenance, config={},
+                             settings=rp.Settings(resamples=200, permutations=200))
+    rp.validate(report)
+    assert list(report["gate"]["stages"]) == ["bm25"]  # the stage without signals has none
+    shipped = report["gate"]["stages"]["bm25"]["scorers"]["default"]["shipped"]
+    assert shipped["n0"] == 5 and shipped["auroc"] == 1.0  # perfectly separated
+    at = {row["alpha"]: row for row in shipped["at_alpha"]}
+    assert at[0.2]["false_answer_rate"] == 0.0 and at[0.2]["coverage_retrieved"] == 1.0
+    assert at[0.05]["coverage_retrieved"] == 0.0  # 1/(5+1) > 0.05: nothing can be answered
+    assert report["questions"][0]["near_miss"] is True

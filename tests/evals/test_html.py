@@ -291,3 +291,34 @@ def test_passages_that_disagree_where_they_overlap_keep_their_own_text():
     segments, located = _segments(rows)
     assert segments == [["d", 0, "abcdeFGH"], ["d", 4, "XXXXX"]]
     assert located == [[0, 0, 5], [0, 3, 5], [1, 0, 5]]
+
+
+def test_a_gated_report_shows_the_gate_its_rivals_signals_and_a_risk_plot_per_mode():
+    import numpy as np
+
+    from evals.score import abstention
+
+    rng = np.random.default_rng(5)
+    parts = ("train", "calibration", "test")
+    items = [abstention.Item(query_id=f"q{i}", answerable=i % 3 > 0, near_miss=i % 6 == 0,
+                             retrieved=i % 3 == 1, split=parts[i % 5 % 3],
+                             signals={"bm25.idf_coverage": float(rng.random() + (i % 3 > 0)),
+                                      "dense.margin": float(rng.random()),
+                                      "agreement.top10": float(rng.random())})
+             for i in range(240)]
+    report = sample_report()
+    report["gate"] = abstention.report_block({"bm25": ("bm25", items),
+                                              "hybrid": ("hybrid", items)})
+    page = render(report)
+    section = page[page.index('<section id="gate">'):]
+    section = section[:section.index("</section>")]
+    for table in ("gate-summary", "gate-alphas", "gate-rivals"):
+        assert f'<table id="{table}">' in section
+    assert section.count('<svg class="plot risk"') == 2  # one per mode
+    assert section.count('class="curve"') == 2 * 2      # each curve and its legend line
+    shipped = report["gate"]["stages"]["bm25"]["scorers"]["default"]["shipped"]
+    at = next(r for r in shipped["at_alpha"] if r["alpha"] == 0.1)
+    assert f"<td>{shipped['n0']}</td><td>{shipped['auroc']:.3f}</td>" in section
+    assert f"{100 * at['coverage_retrieved']:.1f}%" in section
+    assert "hybrid: mean2" in section and "both(bm25.idf_coverage + dense.margin)" in section
+    assert '<section id="gate">' not in render(sample_report())  # no signals, no section

@@ -383,29 +383,3 @@ def test_compare_command_prints_a_table_or_json_and_maps_errors_to_exit_codes(tm
         main(["compare", str(a), str(b), "--pair", "no-colon"])
     assert excinfo.value.code == 2
 
-
-def test_stages_with_confidence_signals_get_a_schema_valid_gate_block():
-    import dataclasses
-
-    inputs = sample_inputs()
-    parts = ["train", "calibration", "test"]
-    gold = inputs["questions"][0].gold
-    questions = [rp.Question(query_id=f"q{i}", text=f"question {i}", split=parts[i % 3],
-                             kind="answerable" if i % 2 else "no_answer",
-                             gold=gold if i % 2 else (), near_miss=i % 4 == 0)
-                 for i in range(30)]
-    qrels = {q.query_id: {"c:a": 1} for q in questions if q.gold}
-    a = hit(1, "a", 0, 40, 3.5)
-    signals = {q.query_id: {"bm25.idf_coverage": (0.9 if q.gold else 0.2) + int(q.query_id[1:])
-                            / 100} for q in questions}
-    bm25 = dataclasses.replace(inputs["stages"][0], hits={q.query_id: [a] for q in questions},
-                               gate_mode="bm25", signals=signals)
-    plain = dataclasses.replace(bm25, name="plain", gate_mode=None, signals=None)
-    report = build(questions=questions, qrels=qrels, stages=[bm25, plain])
-    rp.validate(report)
-    assert list(report["gate"]["stages"]) == ["bm25"]  # the stage without signals has none
-    shipped = report["gate"]["stages"]["bm25"]["scorers"]["default"]["shipped"]
-    assert shipped["n0"] == 5 and shipped["auroc"] == 1.0  # perfectly separated
-    at = {row["alpha"]: row for row in shipped["at_alpha"]}
-    assert at[0.2]["false_answer_rate"] == 0.0 and at[0.2]["coverage_retrieved"] == 1.0
-    assert report["questions"][0]["near_miss"] is True
