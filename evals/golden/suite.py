@@ -187,8 +187,14 @@ class EvidenceCache:
     def __init__(self) -> None:
         self._lexical: dict[tuple[str, str], LexicalEvidence] = {}
         self._dense: dict[tuple[str, str], DenseEvidence | None] = {}
+        self._signals: dict[tuple[str, str, str], dict[str, float]] = {}
 
     def signals(self, snap: Snapshot, mode: str, query: str) -> dict[str, float]:
+        if (snap.name, mode, query) not in self._signals:
+            self._signals[snap.name, mode, query] = self._compute(snap, mode, query)
+        return self._signals[snap.name, mode, query]
+
+    def _compute(self, snap: Snapshot, mode: str, query: str) -> dict[str, float]:
         key = (snap.name, query)
         lexical = dense = None
         if mode in ("bm25", "hybrid"):

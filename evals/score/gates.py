@@ -6,7 +6,10 @@
      "source": "make eval, 2026-11-30",  # how they were produced
      "stages": {"bm25": {"nDCG@10": {"value": 0.71, "tolerance": 0.005}, ...}}}
 
-A metric outside ``value ± tolerance`` fails the run loudly. Values are written
+Besides every stage's metrics and abstention counts, a report with a ``gate``
+block pins each gated stage's abstention gate at alpha 0.1 (``gate.*``: its
+AUROC, false-answer rate and coverage on the test part, their re-split means,
+excess AURC). A metric outside ``value ± tolerance`` fails the run loudly. Values are written
 by ``python -m evals expect`` from a report, never by hand, and changing them
 is a deliberate commit.
 """
@@ -21,6 +24,7 @@ from typing import Any
 from groundkit.errors import GroundkitError
 
 DEFAULT_TOLERANCE = 0.005
+GATE_ALPHA = 0.1
 
 
 class GateFailure(GroundkitError, AssertionError):
@@ -42,8 +46,7 @@ def check(report: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
         stage = stages.get(stage_name)
         if stage is None:
             continue  # not run this time; gates apply to what ran
-        observed = {**stage["metrics"], **{f"abstention.{k}": v
-                                           for k, v in stage["abstention"].items()}}
+        observed = _observed(report, stage)
         for measure, band in measures.items():
             if measure not in observed:
                 failures.append(f"{stage_name}: {measure} is not in the report")
@@ -56,6 +59,25 @@ def check(report: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
     return failures
 
 
+def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, float]:
+    """A stage's pinnable values: metrics, abstention counts and its gate at alpha 0.1."""
+    out = {**stage["metrics"], **{f"abstention.{k}": v for k, v in stage["abstention"].items()}}
+    gated = report.get("gate", {}).get("stages", {}).get(stage["name"])
+    if gated is not None:
+        label = "both" if gated["mode"] == "hybrid" else "default"
+        scorer = gated["scorers"][label]
+        shipped = scorer["shipped"]
+        at = next(r for r in shipped["at_alpha"] if r["alpha"] == GATE_ALPHA)
+        band = next(r for r in scorer["resplits"]["at_alpha"] if r["alpha"] == GATE_ALPHA)
+        values = {"auroc": shipped["auroc"], "excess_aurc": shipped["excess_aurc"],
+                  "false_answer_rate": at["false_answer_rate"],
+                  "coverage_retrieved": at["coverage_retrieved"],
+                  "resplit_false_answer_rate": band["false_answer_rate_mean"],
+                  "resplit_coverage_retrieved": band["coverage_retrieved_mean"]}
+        out.update({f"gate.{k}": v for k, v in values.items() if v is not None})
+    return out
+
+
 def checked_stages(expected: Mapping[str, Any]) -> list[str]:
     return sorted(expected.get("stages", {}))
 
@@ -65,10 +87,9 @@ def expected_from(report: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLER
     """Expected values for every stage and measure of ``report`` (abstention exact)."""
     stages: dict[str, Any] = {}
     for stage in report["stages"]:
-        bands = {m: {"value": v, "tolerance": tolerance} for m, v in stage["metrics"].items()}
-        bands.update({f"abstention.{k}": {"value": v, "tolerance": 0}
-                      for k, v in stage["abstention"].items()})
-        stages[stage["name"]] = bands
+        stages[stage["name"]] = {
+            m: {"value": v, "tolerance": 0 if m.startswith("abstention.") else tolerance}
+            for m, v in _observed(report, stage).items()}
     return {"manifest_sha256": report.get("golden", {}).get("manifest_sha256"),
             "source": source, "stages": stages}
 

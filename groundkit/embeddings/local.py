@@ -6,6 +6,7 @@ The default ``all-MiniLM-L6-v2`` is the copy shipped by the PyPI package
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,12 @@ class LocalProvider:
 
     @property
     def identity(self) -> EmbeddingIdentity:
-        self._ensure_model()
+        """Who embeds; read from the model's files when they state the dimension plainly,
+        so a run whose embeddings are all cached never loads the model."""
+        if self._dimension is None:
+            self._dimension = stated_dimension(self._resolve_path())
+        if self._dimension is None:
+            self._ensure_model()
         if self._dimension is None:  # pragma: no cover - _ensure_model sets it
             raise ProviderError(f"model {self.model!r} did not report its dimension")
         return EmbeddingIdentity(
@@ -120,6 +126,9 @@ class LocalProvider:
         dimension = st.get_embedding_dimension()
         if not isinstance(dimension, int) or dimension < 1:
             raise ProviderError(f"the local model {self.model!r} reports no embedding dimension")
+        if self._dimension is not None and self._dimension != dimension:
+            raise ProviderError(f"the local model {self.model!r} embeds in {dimension} "
+                                f"dimensions but its files state {self._dimension}")
         self._dimension = dimension
         self._st = st
         return st
@@ -149,6 +158,27 @@ class LocalProvider:
                 f"reinstall it with: pip install --force-reinstall {distribution}"
             )
         return path
+
+
+def stated_dimension(path: Path) -> int | None:
+    """The output dimension a sentence-transformers folder states, if it is that simple.
+
+    Only a Transformer, one pooling mode and an optional Normalize: the output is the
+    pooled word-embedding dimension. Anything else (a Dense layer, concatenated
+    poolings) returns None and the model is loaded to ask it.
+    """
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if sorted(set(kinds) - {"Normalize"}) != ["Pooling", "Transformer"] or len(kinds) > 3:
+            return None
+        pooling = next(m for m in modules if m["type"].endswith("Pooling"))
+        config = json.loads((path / pooling["path"] / "config.json").read_text(encoding="utf-8"))
+        modes = [k for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
+        dimension = config["word_embedding_dimension"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration):
+        return None
+    return dimension if len(modes) == 1 and isinstance(dimension, int) and dimension > 0 else None
 
 
 def _quiet_transformers() -> None:

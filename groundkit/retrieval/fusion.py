@@ -13,7 +13,7 @@ parameters' defaults; :class:`FusionRetriever` fuses other retrievers' lists.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,12 +72,15 @@ def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int) -> list[
         raise UsageError(f"RRF k must be a finite number >= 0, got {k!r}")
     _check_top_k(top_k)
     positions = _positions(ranked_lists)
-    contributions = {
-        chunk_id: [_rrf_contribution(name, rank, score, k) for name, rank, score in entries]
-        for chunk_id, entries in positions.items()
-    }
-    scored = {cid: math.fsum(_contributed(c) for c in cs) for cid, cs in contributions.items()}
-    return _fused_hits(scored, contributions, top_k)
+
+    def value(name: str, rank: int, score: float) -> float:
+        return 1.0 / (k + rank)
+
+    def explain(name: str, rank: int, score: float) -> Contribution:
+        return Contribution(retriever=name, rank=rank, score=score,
+                            detail={"contribution": value(name, rank, score), "k": k})
+
+    return _fused_hits(positions, value, explain, top_k)
 
 
 def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) -> list[FusedHit]:
@@ -99,15 +102,21 @@ def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) 
     _check_weights(ranked_lists, weights)
     positions = _positions(ranked_lists)
     bounds = {name: _min_max(ranked) for name, ranked in ranked_lists.items()}
-    contributions = {
-        chunk_id: [
-            _convex_contribution(name, rank, score, weights[name], bounds[name])
-            for name, rank, score in entries
-        ]
-        for chunk_id, entries in positions.items()
-    }
-    scored = {cid: math.fsum(_contributed(c) for c in cs) for cid, cs in contributions.items()}
-    return _fused_hits(scored, contributions, top_k)
+
+    def normalised(name: str, score: float) -> float:
+        low, high = bounds[name]
+        return 1.0 if high == low else (score - low) / (high - low)
+
+    def value(name: str, rank: int, score: float) -> float:
+        return weights[name] * normalised(name, score)
+
+    def explain(name: str, rank: int, score: float) -> Contribution:
+        return Contribution(retriever=name, rank=rank, score=score,
+                            detail={"contribution": value(name, rank, score),
+                                    "normalized": normalised(name, score),
+                                    "weight": weights[name]})
+
+    return _fused_hits(positions, value, explain, top_k)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,32 +193,6 @@ class FusionRetriever:
 # ---------------------------------------------------------------------- kernels
 
 
-def _rrf_contribution(retriever: str, rank: int, score: float, k: float) -> Contribution:
-    return Contribution(
-        retriever=retriever,
-        rank=rank,
-        score=score,
-        detail={"contribution": 1.0 / (k + rank), "k": k},
-    )
-
-
-def _convex_contribution(
-    retriever: str, rank: int, score: float, weight: float, bounds: tuple[float, float]
-) -> Contribution:
-    low, high = bounds
-    normalised = 1.0 if high == low else (score - low) / (high - low)
-    return Contribution(
-        retriever=retriever,
-        rank=rank,
-        score=score,
-        detail={"contribution": weight * normalised, "normalized": normalised, "weight": weight},
-    )
-
-
-def _contributed(contribution: Contribution) -> float:
-    return float(contribution.detail["contribution"])
-
-
 def _positions(ranked_lists: RankedLists) -> dict[str, list[tuple[str, int, float]]]:
     """``chunk_id -> [(retriever, 1-based rank, score)]``, retrievers in name order."""
     if not ranked_lists:
@@ -228,18 +211,22 @@ def _positions(ranked_lists: RankedLists) -> dict[str, list[tuple[str, int, floa
 
 
 def _fused_hits(
-    scored: Mapping[str, float],
-    contributions: Mapping[str, Iterable[Contribution]],
+    positions: Mapping[str, Sequence[tuple[str, int, float]]],
+    value: Callable[[str, int, float], float],
+    explain: Callable[[str, int, float], Contribution],
     top_k: int,
 ) -> list[FusedHit]:
+    """The ``top_k`` best fused chunks; only those get their contributions spelled out.
+
+    A candidate's score is the :func:`math.fsum` of its ``value`` per list (the
+    numbers its explanation carries as ``contribution``), ties broken by ``chunk_id``.
+    """
+    scored = {cid: math.fsum(value(*entry) for entry in entries)
+              for cid, entries in positions.items()}
     ordered = sorted(scored, key=lambda cid: (-scored[cid], cid))[:top_k]
     return [
-        FusedHit(
-            chunk_id=cid,
-            score=scored[cid],
-            rank=position,
-            contributions=tuple(contributions[cid]),
-        )
+        FusedHit(chunk_id=cid, score=scored[cid], rank=position,
+                 contributions=tuple(explain(*entry) for entry in positions[cid]))
         for position, cid in enumerate(ordered, start=1)
     ]
 

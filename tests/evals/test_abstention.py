@@ -132,3 +132,12 @@ def test_stages_with_confidence_signals_get_a_schema_valid_gate_block() -> None:
     assert at[0.2]["false_answer_rate"] == 0.0 and at[0.2]["coverage_retrieved"] == 1.0
     assert at[0.05]["coverage_retrieved"] == 0.0  # 1/(5+1) > 0.05: nothing can be answered
     assert report["questions"][0]["near_miss"] is True
+    from evals.score import gates
+
+    pinned = gates.expected_from(report)
+    assert pinned["stages"]["bm25"]["gate.auroc"] == {"value": 1.0, "tolerance": 0.005}
+    assert "gate.auroc" not in pinned["stages"]["plain"]
+    assert gates.check(report, pinned) == []
+    pinned["stages"]["bm25"]["gate.coverage_retrieved"]["value"] = 0.5
+    assert gates.check(report, pinned) == [
+        "bm25: gate.coverage_retrieved = 0.0000, expected 0.5000 ± 0.005"]
