@@ -62,6 +62,7 @@ eval: $(STAMP) ## index golden v2, run every default stage, write reports, check
 	$(PY) -m evals run --golden golden/v2 --out evals/results --html reports/latest.html \
 	  --expected evals/expected/golden-v2.json
 	$(PY) -m evals check --data $(DATA) --html-dir reports
+	$(PY) -m evals shift --data $(DATA)
 
 eval-v1: $(STAMP) ## the same run on golden v1, with its own gates
 	$(PY) -m evals run --golden golden/v1 --out evals/results/v1 --html reports/latest-v1.html \

@@ -117,6 +117,15 @@ def _add_external(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     check.add_argument("--html-dir", help="also write external-<dataset>.html here")
     _running(check)
     check.set_defaults(handler=cli.cmd_check, out=str(cli.DEFAULT_OUT / "external"))
+    shift = sub.add_parser("shift", help="corpus shift: a gate calibrated on golden, applied "
+                           "to SciFact", description=cli.cmd_shift.__doc__)
+    shift.add_argument("--golden", default=str(cli.DEFAULT_GOLDEN), help="the golden version "
+                       "whose calibration part calibrates the gate")
+    shift.add_argument("--out", default=str(cli.DEFAULT_OUT / "corpus-shift.json"))
+    shift.add_argument("--cache", default=str(cli.DEFAULT_CACHE))
+    shift.add_argument("--resplits", type=int, default=500, help="own-calibration re-splits")
+    _sources(shift)
+    shift.set_defaults(handler=cli.cmd_shift)
     lister = sub.add_parser("list", help="list stages, datasets and published references")
     lister.set_defaults(handler=cli.cmd_list)
     imp = sub.add_parser("import", help="import a dataset as a groundkit collection",

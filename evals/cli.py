@@ -214,6 +214,27 @@ def cmd_list(args: argparse.Namespace) -> int:
 # -- import, export ------------------------------------------------------------------
 
 
+def cmd_shift(args: argparse.Namespace) -> int:
+    """Corpus shift: the BM25 gate calibrated on golden, deciding questions on SciFact
+    (its own claims, and Cranfield's and CISI's off-topic queries), against a gate
+    calibrated on SciFact's own off-topic queries. Writes the JSON to --out."""
+    from evals.external import shift
+    from evals.external.registry import Sources
+    from evals.report.files import canonical
+
+    t = time.perf_counter()
+    sources = Sources(data=args.data, irds_cache=args.irds_cache, offline=not args.online)
+    block = shift.measure(args.golden, sources, Path(args.cache), resplits=args.resplits,
+                          log=log)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(canonical(block), indent=2, sort_keys=True) + "\n",
+                   encoding="utf-8")
+    print("\n".join(shift.summary(block)))
+    print(f"\nwrote {out} ({time.perf_counter() - t:.1f}s)")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """Import an external dataset as a groundkit collection (one file per document)."""
     from evals.external.materialise import import_collection, materialise

@@ -201,18 +201,25 @@ def evaluate(items: Sequence[Item], scorer: gate.Scorer, *, resplits: int = RESP
              seed: int = SEED) -> dict[str, Any]:
     """The shipped split's results and the re-split bands for one scorer."""
     names = sorted(set(scorer.signals.values()))
-    calibration = _Arrays.of([i for i in items if i.split == "calibration"], names)
-    test = _Arrays.of([i for i in items if i.split == "test"], names)
-    p = p_values(scorer, calibration, test)
-    shipped = {
-        "n0": int((~calibration.answerable).sum()),
+    calibration = [i for i in items if i.split == "calibration"]
+    shipped = apply(scorer, calibration, [i for i in items if i.split == "test"])
+    pool = _Arrays.of([i for i in items if i.split in ("calibration", "test")], names)
+    return {"signals": dict(scorer.signals), "rule": scorer.rule, "shipped": shipped,
+            "resplits": _resplits(pool, len(calibration), scorer, resplits, seed)}
+
+
+def apply(scorer: gate.Scorer, calibration: Sequence[Item],
+          target: Sequence[Item]) -> dict[str, Any]:
+    """Calibrate on ``calibration``'s no-answer items, decide ``target`` at every alpha."""
+    names = sorted(set(scorer.signals.values()))
+    cal, test = _Arrays.of(calibration, names), _Arrays.of(target, names)
+    p = p_values(scorer, cal, test)
+    return {
+        "n0": int((~cal.answerable).sum()),
         "auroc": auroc(list(-p[test.answerable]), list(-p[~test.answerable])),
         "at_alpha": [at_alpha(test, p, a) for a in ALPHAS],
         **risk_coverage(test, p),
     }
-    pool = _Arrays.of([i for i in items if i.split in ("calibration", "test")], names)
-    return {"signals": dict(scorer.signals), "rule": scorer.rule, "shipped": shipped,
-            "resplits": _resplits(pool, len(calibration.answerable), scorer, resplits, seed)}
 
 
 def _resplits(pool: _Arrays, n_calibration: int, scorer: gate.Scorer, resplits: int,
