@@ -134,6 +134,27 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
     return suite.finish(built, skipped)
 
 
+def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:
+    """One line per gated stage: its abstention gate at ``alpha`` on the test part."""
+    gated = report.get("gate", {}).get("stages", {})
+    if not gated:
+        return []
+    lines = [f"\nabstention gate at alpha {alpha:g} (test part; re-split means over "
+             f"{report['gate']['resplits']}):"]
+    width = max(len(name) for name in gated) + 1
+    for name, stage in gated.items():
+        scorer = stage["scorers"]["both" if stage["mode"] == "hybrid" else "default"]
+        at = next(r for r in scorer["shipped"]["at_alpha"] if r["alpha"] == alpha)
+        band = next(r for r in scorer["resplits"]["at_alpha"] if r["alpha"] == alpha)
+        low, high = at["false_answer_interval"]
+        lines.append(f"  {name:<{width}} AUROC {scorer['shipped']['auroc']:.3f}  false answers "
+                     f"{at['false_answer_rate']:.1%} [{low:.1%}, {high:.1%}] (re-splits "
+                     f"{band['false_answer_rate_mean']:.1%})  coverage "
+                     f"{at['coverage_retrieved']:.1%} (re-splits "
+                     f"{band['coverage_retrieved_mean']:.1%})")
+    return lines
+
+
 def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = None) -> str:
     """A plain-text table: one row per stage, metrics with delta and interval vs baseline."""
     measures = list(measures or report["measures"])
@@ -153,6 +174,7 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
                      + f"{ab['no_answer_abstained']:>8}/{ab['no_answer_total']:<3}")
     lines.append("cells: value  delta vs baseline [95% bootstrap CI]; abstained: no-answer "
                  "questions answered with nothing")
+    lines += gate_lines(report)
     for c in report["config"].get("checks", []):
         got = "n/a" if c["observed"] is None else f"{c['observed']:.4f}"
         lines.append(f"  [{'pass' if c['passed'] else 'FAIL'}] {c['kind']}: {c['stage']} "

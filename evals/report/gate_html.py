@@ -70,6 +70,7 @@ def _summary(stages: Mapping[str, Any]) -> str:
         rows.append(
             f'<tr><th scope="row">{e(name)}<div class="desc">{e(_scorer_name(scorer))}</div>'
             f"</th><td>{shipped['n0']}</td><td>{num(shipped['auroc'])}</td>"
+            f"<td>{num(shipped.get('auroc_near_miss'))}</td>"
             f"<td>{pct(at['false_answer_rate'])} {_interval(*at['false_answer_interval'])}</td>"
             f"<td>{pct(at['near_miss_false_answer_rate'])}</td>"
             f"<td>{pct(at['coverage_retrieved'])}</td>"
@@ -80,8 +81,9 @@ def _summary(stages: Mapping[str, Any]) -> str:
             f"<td>{pct(band['coverage_retrieved_mean'])}</td>"
             f"<td>{num(shipped['excess_aurc'])}</td></tr>")
     head = "".join(f'<th scope="col">{h}</th>' for h in (
-        "stage (gate)", "n0", "AUROC", "false answers (95% CI)", "near misses answered",
-        "coverage", "wrongful abstentions (gold in top 10)", "abstentions (gold not retrieved)",
+        "stage (gate)", "n0", "AUROC", "AUROC near misses", "false answers (95% CI)",
+        "near misses answered", "coverage", "wrongful abstentions (gold in top 10)",
+        "abstentions (gold not retrieved)",
         "re-split false answers (5–95%)", "re-split coverage", "excess AURC"))
     return (f"<h3>At alpha = {ALPHA:g}</h3><div class=\"scroll\"><table id=\"gate-summary\">"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")

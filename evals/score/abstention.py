@@ -217,6 +217,8 @@ def apply(scorer: gate.Scorer, calibration: Sequence[Item],
     return {
         "n0": int((~cal.answerable).sum()),
         "auroc": auroc(list(-p[test.answerable]), list(-p[~test.answerable])),
+        "auroc_near_miss": auroc(list(-p[test.answerable]),
+                                 list(-p[~test.answerable & test.near_miss])),
         "at_alpha": [at_alpha(test, p, a) for a in ALPHAS],
         **risk_coverage(test, p),
     }

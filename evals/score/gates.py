@@ -69,7 +69,8 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
         shipped = scorer["shipped"]
         at = next(r for r in shipped["at_alpha"] if r["alpha"] == GATE_ALPHA)
         band = next(r for r in scorer["resplits"]["at_alpha"] if r["alpha"] == GATE_ALPHA)
-        values = {"auroc": shipped["auroc"], "excess_aurc": shipped["excess_aurc"],
+        values = {"auroc": shipped["auroc"], "auroc_near_miss": shipped.get("auroc_near_miss"),
+                  "excess_aurc": shipped["excess_aurc"],
                   "false_answer_rate": at["false_answer_rate"],
                   "coverage_retrieved": at["coverage_retrieved"],
                   "resplit_false_answer_rate": band["false_answer_rate_mean"],

@@ -29,8 +29,9 @@ from .snapshot import Snapshot
 
 META_PREFIX = "calibration:"
 KINDS = ("answerable", "ambiguous", "no_answer")
-RECOMMENDED_N0 = 45
-"""No-answer questions for a 5% false-answer rate to hold with 90% confidence."""
+SLACK = 0.05
+OVERSHOOT = 0.1
+"""Warn when a calibration delivers more than alpha + SLACK with a chance above this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +114,14 @@ def warnings(calibration: gate.Calibration) -> list[str]:
     if calibration.alpha < 1 / (calibration.n0 + 1):
         out.append(f"{calibration.n0} no-answer question(s) cannot support alpha "
                    f"{calibration.alpha}: the smallest is {1 / (calibration.n0 + 1):.3f}")
-    if calibration.n0 < RECOMMENDED_N0:
-        out.append(f"only {calibration.n0} no-answer question(s): for a false-answer rate of at "
-                   f"most 5% to hold with 90% confidence, about {RECOMMENDED_N0} are needed")
+    n0, alpha = calibration.n0, calibration.alpha
+    chance = gate.overshoot(n0, alpha, SLACK)
+    if chance > OVERSHOOT:
+        enough = next(n for n in range(n0, 100_000) if gate.overshoot(n, alpha, SLACK) <= OVERSHOOT)
+        out.append(f"with {n0} no-answer questions, the false-answer rate this calibration "
+                   f"delivers exceeds {alpha + SLACK:.2g} with probability {chance:.0%} (its mean "
+                   f"is at most {alpha:g}); about {enough} would bring that under "
+                   f"{OVERSHOOT:.0%}")
     return out
 
 

@@ -61,6 +61,22 @@ SCORERS: Mapping[str, Scorer] = {
 }
 
 
+def overshoot(n0: int, alpha: float, slack: float = 0.05) -> float:
+    """The chance that a calibration on ``n0`` questions delivers a false-answer rate
+    above ``alpha + slack`` (for continuous scores; ties only lower it).
+
+    Given the calibration, the rate it delivers is Beta(m, n0 + 1 - m) distributed
+    with ``m = floor((n0 + 1) alpha)`` (Vovk 2012; Angelopoulos & Bates 2021, §3.2):
+    its mean is at most alpha, its spread shrinks as n0 grows. For integer
+    parameters ``P(Beta(m, n0 + 1 - m) > x) = P(Binomial(n0, x) <= m - 1)``.
+    """
+    m = math.floor((n0 + 1) * alpha + 1e-9)
+    x = min(1.0, alpha + slack)
+    if m < 1:
+        return 0.0  # alpha is unreachable: nothing is ever answered
+    return math.fsum(math.comb(n0, k) * x**k * (1 - x) ** (n0 - k) for k in range(m))
+
+
 def p_value(calibration: Sequence[float], score: float) -> float:
     """``(1 + #{c >= score}) / (n0 + 1)`` over sorted calibration scores."""
     n0 = len(calibration)

@@ -55,7 +55,8 @@ def calibrated(root: Path, home: Path, tmp_path: Path,
                          str(questions_file(tmp_path, ANSWERABLE, NO_ANSWER)))
     assert code == 0, err
     assert out.startswith("bm25: n0 = 10 no-answer questions, alpha = 0.1;")
-    assert "about 45 are needed" in err  # ten is few, and calibrate says so
+    assert "exceeds 0.15 with probability 20%" in err  # ten is few, and calibrate says so
+    assert "about 15 would bring that under 10%" in err
     return root
 
 

@@ -118,3 +118,13 @@ def test_signals_read_the_evidence_as_documented() -> None:
     dense = Evidence(dense=DenseEvidence(top=((0, 0.8), (1, 0.5)), mean=0.3, std=0.25))
     assert signals.compute(dense) == pytest.approx(
         {"dense.top1": 0.8, "dense.margin": 0.5, "dense.z": 2.0, "dense.gap": 0.3})
+
+
+def test_overshoot_is_the_beta_tail_of_the_delivered_false_answer_rate() -> None:
+    from scipy.stats import beta
+
+    for n0 in (9, 19, 45, 82, 200):
+        m = int((n0 + 1) * 0.1)
+        assert gate.overshoot(n0, 0.1) == pytest.approx(1 - beta(m, n0 + 1 - m).cdf(0.15))
+    assert gate.overshoot(5, 0.1) == 0.0          # 1/(5+1) > 0.1: nothing is answered
+    assert gate.overshoot(2000, 0.1) < 1e-6       # many questions: the rate is close to alpha
