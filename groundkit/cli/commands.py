@@ -272,16 +272,8 @@ def _calibrate(p: argparse.ArgumentParser) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from ..collection import calibration
 
-        questions, sha = calibration.read_questions(args.questions)
         with Collection.open(args.collection, args.home) as coll:
-            snap = coll.snapshot
-            chosen = args.mode or ["bm25", *(("dense", "hybrid") if snap.embedding_spec() else ())]
-            calibrations = [calibration.compute(snap, m, questions, sha, args.alpha)
-                            for m in chosen]
-            directory = snap.directory
-        for c in calibrations:
-            c.check_alpha(c.alpha)
-        calibration.save(directory, calibrations)
+            calibrations = coll.calibrate(args.questions, modes=args.mode, alpha=args.alpha)
         data = {"collection": args.collection,
                 "calibrations": [{**c.to_dict(), "scores": None} for c in calibrations],
                 "warnings": sorted({w for c in calibrations for w in calibration.warnings(c)})}

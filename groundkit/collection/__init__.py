@@ -19,12 +19,14 @@ Inside: :mod:`.home` (where collections live), :mod:`.indexer` and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import ChunkNotFoundError, CollectionNotFoundError, InvalidSpanError
 from ..model import Chunk, Hit, Verdict, split_chunk_id
-from ..retrieval.gate import Decision
+from ..retrieval.gate import ALPHA, Calibration, Decision
 from ..verify import unresolvable
+from . import calibration
 from .derived import default_builders
 from .home import Home, collection_dir, list_collections, resolve_home
 from .indexer import DerivedBuilder, IndexConfig, IndexReport, Progress, index_collection
@@ -94,6 +96,16 @@ class Collection:
     def decide(self, query: str, **options: Any) -> Decision:
         """The gate's decision alone (``mode``, ``alpha``, the mode's options)."""
         return decide(self.snapshot, query, **options)
+
+    def calibrate(self, questions: str | Path, *, modes: Sequence[str] | None = None,
+                  alpha: float = ALPHA) -> list[Calibration]:
+        """Calibrate the abstention gate with a questions file and store it (``grk calibrate``).
+
+        The file is the golden format, one JSON object a line with ``question`` and
+        ``kind``; the ``no_answer`` ones are what the gate learns "not in these
+        documents" from. Re-indexing makes the calibration stale: calibrate again.
+        """
+        return calibration.calibrate(self.snapshot, questions, modes=modes, alpha=alpha)
 
     def fetch(self, chunk_id: str) -> Verdict:
         """Re-read a cited chunk now; never raises for a bad citation."""

@@ -62,6 +62,23 @@ def read_questions(path: str | Path) -> tuple[list[CalibrationQuestion], str]:
     return out, hashlib.sha256(data).hexdigest()
 
 
+def calibrate(snap: Snapshot, questions: str | Path, *, modes: Sequence[str] | None = None,
+              alpha: float = gate.ALPHA) -> list[gate.Calibration]:
+    """Calibrate ``modes`` (default: bm25, plus dense and hybrid when the collection has
+    vectors) with a golden-format questions file, and store the calibrations.
+
+    Fails closed before storing anything: no no-answer questions, or fewer than
+    ``alpha`` can support (:meth:`~groundkit.retrieval.gate.Calibration.check_alpha`).
+    """
+    found, sha256 = read_questions(questions)
+    chosen = list(modes or ["bm25", *(("dense", "hybrid") if snap.embedding_spec() else ())])
+    calibrations = [compute(snap, mode, found, sha256, alpha) for mode in chosen]
+    for c in calibrations:
+        c.check_alpha(c.alpha)
+    save(snap.directory, calibrations)
+    return calibrations
+
+
 def stamp(snap: Snapshot) -> dict[str, Any]:
     """What a calibration must match: the generation, analyzer and embedding it scored."""
     return {"generation": snap.generation, "analyzer": analyzer_of(snap.config).identity,

@@ -143,3 +143,13 @@ def test_bad_question_files_are_usage_errors_with_the_line(
     assert code == 9 and "needs no_answer questions" in err
     with pytest.raises(UsageError, match="cannot read"):
         calibration.read_questions(tmp_path / "missing.jsonl")
+
+
+def test_the_python_api_calibrates_and_the_same_open_collection_then_abstains(
+        root: Path, home: Path, tmp_path: Path) -> None:
+    index("k", IndexConfig(roots=(str(root),)), home=home)
+    with Collection.open("k", home) as coll:
+        [made] = coll.calibrate(questions_file(tmp_path, ANSWERABLE, NO_ANSWER))
+        assert (made.mode, made.n0, made.generation) == ("bm25", 10, coll.generation)
+        assert coll.decide("who restarts the mail server").abstained
+        assert coll.decide("what does error E4012 mean").answer
