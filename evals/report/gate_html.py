@@ -51,6 +51,13 @@ def _row_at(rows: Sequence[Mapping[str, Any]], alpha: float) -> Mapping[str, Any
     return next(r for r in rows if r["alpha"] == alpha)
 
 
+def _at_alpha(scorer: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The scorer's shipped results, its row at :data:`ALPHA`, and its re-split row there."""
+    shipped = scorer["shipped"]
+    return (shipped, _row_at(shipped["at_alpha"], ALPHA),
+            _row_at(scorer["resplits"]["at_alpha"], ALPHA))
+
+
 def _interval(low: float, high: float) -> str:
     return f"[{pct(low)}, {pct(high)}]"
 
@@ -64,9 +71,7 @@ def _summary(stages: Mapping[str, Any]) -> str:
     rows = []
     for name, stage in stages.items():
         _, scorer = _default(stage)
-        shipped = scorer["shipped"]
-        at = _row_at(shipped["at_alpha"], ALPHA)
-        band = _row_at(scorer["resplits"]["at_alpha"], ALPHA)
+        shipped, at, band = _at_alpha(scorer)
         rows.append(
             f'<tr><th scope="row">{e(name)}<div class="desc">{e(_scorer_name(scorer))}</div>'
             f"</th><td>{shipped['n0']}</td><td>{num(shipped['auroc'])}</td>"
@@ -113,9 +118,7 @@ def _rivals(stages: Mapping[str, Any]) -> str:
         if len(stage["scorers"]) < 2:
             continue
         for label, scorer in stage["scorers"].items():
-            shipped = scorer["shipped"]
-            at = _row_at(shipped["at_alpha"], ALPHA)
-            band = _row_at(scorer["resplits"]["at_alpha"], ALPHA)
+            shipped, at, band = _at_alpha(scorer)
             rows.append(
                 f'<tr><th scope="row">{e(name)}: {e(label)}<div class="desc">'
                 f"{e(_scorer_name(scorer))}</div></th><td>{num(shipped['auroc'])}</td>"
