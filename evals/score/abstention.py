@@ -12,8 +12,9 @@ answers worth giving) and its part of the split:
   part at each alpha: the false-answer rate on no-answer questions (Clopper–Pearson 95%
   interval), on near misses, wrongful abstentions on answerable questions split into
   retrieved and not, coverage of the retrieved answerable ones, AURC and excess AURC.
-* **resplits** — the same over :data:`RESPLITS` seeded random re-splits of calibration
-  and test (train stays out), mean and 5–95% band, so no lucky split decides.
+* **resplits** — the same over :data:`RESPLITS` re-splits of calibration and test
+  (train stays out): the shipped split, then seeded random ones; mean and 5–95%
+  band, so no lucky split decides.
 
 Risk for the risk–coverage curve: answering a question is an error when it has no
 answer or its gold was not retrieved (a wrong citation either way).
@@ -202,8 +203,9 @@ def evaluate(items: Sequence[Item], scorer: gate.Scorer, *, resplits: int = RESP
     """The shipped split's results and the re-split bands for one scorer."""
     names = sorted(set(scorer.signals.values()))
     calibration = [i for i in items if i.split == "calibration"]
-    shipped = apply(scorer, calibration, [i for i in items if i.split == "test"])
-    pool = _Arrays.of([i for i in items if i.split in ("calibration", "test")], names)
+    test = [i for i in items if i.split == "test"]
+    shipped = apply(scorer, calibration, test)
+    pool = _Arrays.of([*calibration, *test], names)
     return {"signals": dict(scorer.signals), "rule": scorer.rule, "shipped": shipped,
             "resplits": _resplits(pool, len(calibration), scorer, resplits, seed)}
 
@@ -229,8 +231,9 @@ def _resplits(pool: _Arrays, n_calibration: int, scorer: gate.Scorer, resplits: 
     rng = np.random.default_rng(seed)
     far: dict[float, list[float]] = {a: [] for a in ALPHAS}
     cov: dict[float, list[float]] = {a: [] for a in ALPHAS}
-    for _ in range(resplits):
-        order = rng.permutation(len(pool.answerable))
+    for draw in range(resplits):
+        # The first draw is the shipped split itself (the pool lists calibration first).
+        order = rng.permutation(len(pool.answerable)) if draw else np.arange(len(pool.answerable))
         test = pool.take(order[n_calibration:])
         p = p_values(scorer, pool.take(order[:n_calibration]), test)
         for a in ALPHAS:

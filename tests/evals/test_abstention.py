@@ -141,3 +141,12 @@ def test_stages_with_confidence_signals_get_a_schema_valid_gate_block() -> None:
     pinned["stages"]["bm25"]["gate.coverage_retrieved"]["value"] = 0.5
     assert gates.check(report, pinned) == [
         "bm25: gate.coverage_retrieved = 0.0000, expected 0.5000 ± 0.005"]
+
+
+def test_the_first_resplit_is_the_shipped_split() -> None:
+    rows = items(300)
+    one = abstention.evaluate(rows, gate.SCORERS["bm25"], resplits=1)
+    shipped = {r["alpha"]: r for r in one["shipped"]["at_alpha"]}
+    for band in one["resplits"]["at_alpha"]:
+        assert band["false_answer_rate_mean"] == shipped[band["alpha"]]["false_answer_rate"]
+        assert band["coverage_retrieved_mean"] == shipped[band["alpha"]]["coverage_retrieved"]
