@@ -7,23 +7,24 @@ Two figures, each against a goal:
   written to text files, one blank line between passages, and indexed through
   groundkit's public API (``index()`` with ``IndexConfig`` defaults, a temporary home):
   about one chunk per passage. The collection's ``bm25`` gate is calibrated
-  (``calibration.compute`` + ``save``) on synthetic questions: no-answer ones mix words
-  of the corpus with made-up words it never contains, answerable ones are drawn from
-  passages as the benchmark queries are (other seed). Then every query is timed through
-  ``Collection.search`` (the peer: plain groundkit BM25, top 10) and
+  (``Collection.calibrate``, the code path of ``grk calibrate``) on synthetic questions:
+  no-answer ones mix words of the corpus with made-up words it never contains, answerable
+  ones are drawn from passages as the benchmark queries are (other seed). Then every
+  query is timed through ``Collection.search`` (the peer: plain groundkit BM25, top 10) and
   ``Collection.search_or_abstain`` (gate first, then the same search when it answers),
   interleaved query by query (which goes first alternates) over ``--rounds`` passes,
   after a warm-up of both. Reported: p50/p99 of each, the ratio p50(gated)/p50(plain)
   over all queries and over the queries the gate answers (the costly case: an abstention
-  skips the search), the per-query paired ratio, and where the gate's time goes
-  (``decide`` alone, ``lexical_evidence`` alone, loading the stored calibration alone).
+  skips the search), the per-query paired ratio, and where the gate's time goes (p50 of
+  ``decide``, ``lexical_evidence``, ``BM25Index.search``, ``calibration.load`` and
+  ``gate.decide`` each alone, in loops: warmer caches than inside a search).
   Answered queries must return exactly the plain search's hits (checked).
 * **Calibration time** (goal: calibrating golden v2 takes under 10 s, bm25 mode).
   ``golden/v2/docs`` indexed as the eval harness does (``evals/golden/suite.py``:
   every file, default analyzer and BM25 parameters), then ``grk calibrate --collection C
   --questions golden/v2/questions.jsonl --mode bm25`` timed in a subprocess (interpreter
   start and imports included; the goal's figure) and the same work in this process
-  (``read_questions`` + ``compute`` + ``save`` on a freshly opened collection).
+  (``Collection.calibrate`` on a freshly opened collection: read, compute, save).
   ``--dense`` also indexes golden v2 with the local MiniLM model and times calibrating
   ``dense`` and ``hybrid`` (reported separately; the 10 s goal is for bm25).
 
@@ -63,6 +64,7 @@ from common import (
 
 from groundkit.collection import Collection, IndexConfig, calibration, index
 from groundkit.collection.derived import analyzer_of
+from groundkit.retrieval import gate, modes
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.signals import lexical_evidence
 from groundkit.text.analysis import Analyzer
@@ -124,13 +126,10 @@ def write_questions(rows: list[dict[str, str]], path: Path) -> Path:
 
 def calibrate_in_process(name: str, home: Path, questions: Path,
                          modes: tuple[str, ...] = ("bm25",)) -> tuple[float, Any]:
-    """``grk calibrate``'s work in this process: read, open, compute per mode, save (s)."""
-    with Stopwatch() as sw:
-        rows, sha = calibration.read_questions(questions)
-        with Collection.open(name, home) as coll:
-            made = [calibration.compute(coll.snapshot, m, rows, sha) for m in modes]
-            directory = coll.snapshot.directory
-        calibration.save(directory, made)
+    """``grk calibrate``'s work in this process (``Collection.calibrate``: read the questions,
+    compute each mode, check alpha, save) on a freshly opened collection, in seconds."""
+    with Stopwatch() as sw, Collection.open(name, home) as coll:
+        made = coll.calibrate(questions, modes=list(modes))
     return sw.s, made
 
 
@@ -187,7 +186,7 @@ def measure(coll: Collection, queries: list[str], rounds: int) -> dict[str, Any]
                 mismatches += 1
     n = len(answered)
     yes = [i for i in range(n) if answered[i]]
-    summary = {k: latency_summary(v) for k, v in wall.items()}
+    summary = {k: latency_summary(v, digits=4) for k, v in wall.items()}
     cpu_p50 = {k: round(percentile(v, 50), 4) for k, v in cpu.items()}
     answered_p50 = ({k: round(percentile([wall[k][i] for i in yes], 50), 4) for k in wall}
                     if yes else {})
@@ -210,13 +209,15 @@ def breakdown(coll: Collection, queries: list[str]) -> dict[str, float]:
     """Where the gate's time goes: p50 of each step alone over the same queries."""
     snap = coll.snapshot
     bm25 = snap.bm25()
+    stored = calibration.load(snap, "bm25")
+    evidence = {q: modes.evidence(snap, "bm25", q) for q in queries}
     steps: dict[str, Callable[[str], object]] = {
         "search": coll.search,
         "decide": coll.decide,
         "lexical_evidence": partial(lexical_evidence, bm25),
         "bm25_index_search": bm25.search,
         "calibration_load": lambda _q: calibration.load(snap, "bm25"),
-        "analyze": bm25.analyzer.analyze,
+        "gate_decide": lambda q: gate.decide(stored, evidence[q]),
     }
     out = {}
     for name, fn in steps.items():

@@ -103,8 +103,14 @@ def connect(directory: Path, *, readonly: bool = False) -> sqlite3.Connection:
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> Any:
+    text = get_meta_text(conn, key)
+    return None if text is None else json.loads(text)
+
+
+def get_meta_text(conn: sqlite3.Connection, key: str) -> str | None:
+    """The stored JSON text of ``key``, unparsed (to tell whether it changed)."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else str(row[0])
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:

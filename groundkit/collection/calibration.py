@@ -155,14 +155,32 @@ def save(directory: Path, calibrations: Iterable[gate.Calibration]) -> None:
 
 
 def load(snap: Snapshot, mode: str) -> gate.Calibration:
-    """The stored calibration of ``mode``, if it still matches the collection."""
-    data = store.get_meta(snap.conn, META_PREFIX + mode)
+    """The stored calibration of ``mode``, if it still matches the collection.
+
+    Read on every call, so one stored while the collection is open is seen; parsed
+    and checked again only when its stored text changed.
+    """
+    key = META_PREFIX + mode
+    text = store.get_meta_text(snap.conn, key)
+    known = snap.memo.get(key)
+    if text is not None and known is not None and known[0] == text:
+        return known[1]  # type: ignore[no-any-return]
+    calibration = _checked(snap, mode, text)
+    snap.memo[key] = (text, calibration)
+    return calibration
+
+
+def _checked(snap: Snapshot, mode: str, text: str | None) -> gate.Calibration:
     fix = (f"calibrate it with: grk calibrate --collection {snap.name} --questions FILE "
            f"(FILE holds questions, some of them no_answer)")
-    if data is None:
+    if text is None:
         raise CalibrationError(f"collection {snap.name!r} has no calibration for mode {mode!r}; "
                                + fix)
-    calibration = gate.Calibration.from_dict(data)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    calibration = gate.Calibration.from_dict(data if isinstance(data, dict) else {})
     now = stamp(snap)
     then = {"generation": calibration.generation, "analyzer": calibration.analyzer,
             "embedding": (calibration.embedding or {}).get("spec")}

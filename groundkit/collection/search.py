@@ -8,13 +8,17 @@ been indexed with an embedding model and the ``dense`` extra installed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
 from ..model import Hit
 from ..retrieval import gate, modes
+from ..retrieval.base import Retriever, Scored
+from ..retrieval.lexical import BM25Retriever
 from ..retrieval.modes import DEFAULT_MODE
+from ..retrieval.signals import TOP, Evidence
 from ..text.analysis import check_query
 from . import calibration
 from .snapshot import Snapshot
@@ -38,12 +42,22 @@ def search(
     ``options`` are the mode's own (see its registry entry); ``verify`` re-reads
     every hit's span now, with the collection's size limit.
     """
+    retriever = _retriever(snap, query, top_k, mode, options)
+    scored = retriever.search(query, top_k, score_threshold=score_threshold, explain=explain)
+    return _hits(snap, scored, verify)
+
+
+def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,
+               options: dict[str, Any]) -> Retriever:
+    """The mode's retriever, after checking the mode, ``top_k``, the query and the options."""
     modes.mode(mode)  # an unknown mode is the first thing to report
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise UsageError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
     check_query(query)
-    retriever = modes.make_retriever(snap, mode, options)
-    scored = retriever.search(query, top_k, score_threshold=score_threshold, explain=explain)
+    return modes.make_retriever(snap, mode, options)
+
+
+def _hits(snap: Snapshot, scored: Sequence[Scored], verify: bool) -> list[Hit]:
     stored = snap.stored_chunks([s.position for s in scored])
     return [
         Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation,
@@ -63,15 +77,49 @@ class SearchResult:
 def decide(snap: Snapshot, query: str, *, mode: str = DEFAULT_MODE, alpha: float | None = None,
            **options: Any) -> gate.Decision:
     """Whether the collection answers ``query`` in ``mode``: its stored calibration's verdict."""
+    return _decide(snap, query, mode, alpha, options)[0]
+
+
+def _decide(snap: Snapshot, query: str, mode: str, alpha: float | None,
+            options: dict[str, Any]) -> tuple[gate.Decision, Evidence]:
     check_query(query)
     calibrated = calibration.load(snap, mode)
-    return gate.decide(calibrated, modes.evidence(snap, mode, query, options), alpha)
+    evidence = modes.evidence(snap, mode, query, options)
+    return gate.decide(calibrated, evidence, alpha), evidence
 
 
 def search_or_abstain(snap: Snapshot, query: str, *, mode: str = DEFAULT_MODE,
                       alpha: float | None = None, **options: Any) -> SearchResult:
-    """The gate's decision first; the hits (in the mode's own order) only when it answers."""
+    """The gate's decision first; the hits (in the mode's own order) only when it answers.
+
+    In ``bm25`` mode the gate's evidence already holds the search's ranking (the top
+    :data:`~groundkit.retrieval.signals.TOP`, exactly ``BM25Index.search``'s), so an
+    answer up to that depth shows it rather than searching again: the same hits as
+    :func:`search`.
+    """
     mode_options = {k: v for k, v in options.items() if k in modes.mode(mode).defaults()}
-    decision = decide(snap, query, mode=mode, alpha=alpha, **mode_options)
-    hits = search(snap, query, mode=mode, **options) if decision.answer else []
+    decision, evidence = _decide(snap, query, mode, alpha, mode_options)
+    if not decision.answer:
+        return SearchResult(hits=[], decision=decision)
+    ranked = _bm25_ranking(snap, query, mode, evidence, options)
+    hits = search(snap, query, mode=mode, **options) if ranked is None else ranked
     return SearchResult(hits=hits, decision=decision)
+
+
+def _bm25_ranking(snap: Snapshot, query: str, mode: str, evidence: Evidence,
+                  options: dict[str, Any]) -> list[Hit] | None:
+    """:func:`search`'s hits from the evidence's BM25 ranking, or ``None`` when it cannot
+    stand for the search (another mode, or deeper than the evidence looked)."""
+    top_k = options.get("top_k", 10)
+    if (mode != "bm25" or evidence.lexical is None
+            or not (isinstance(top_k, int) and top_k <= TOP)):
+        return None
+    rest = {k: v for k, v in options.items()
+            if k not in ("top_k", "score_threshold", "explain", "verify")}
+    retriever = _retriever(snap, query, top_k, mode, rest)  # the same checks as search
+    if not isinstance(retriever, BM25Retriever):  # pragma: no cover - bm25 mode's retriever
+        return None
+    threshold = options.get("score_threshold")
+    ranked = [h for h in evidence.lexical.top[:top_k] if threshold is None or h[1] >= threshold]
+    scored = retriever.scored(query, ranked, explain=bool(options.get("explain")))
+    return _hits(snap, scored, bool(options.get("verify", False)))

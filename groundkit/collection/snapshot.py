@@ -61,6 +61,8 @@ class Snapshot:
         self.conn = conn
         self.generation = generation
         self._vectors: dict[EmbeddingIdentity | None, VectorStore] = {}
+        self.memo: dict[str, Any] = {}
+        """Values derived from this generation by the modules that own them, by their key."""
 
     @classmethod
     def open(cls, name: str, home: Home = None) -> Snapshot:

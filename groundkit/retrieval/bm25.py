@@ -24,6 +24,7 @@ analyzer or array mismatch). This module is the facade the rest of groundkit use
 
 from __future__ import annotations
 
+import bisect
 import os
 import zlib
 from collections.abc import Iterable, Sequence
@@ -103,6 +104,7 @@ class BM25Index:
         self._blob = terms_blob
         self._hash_view = _view(self.term_hashes, "I")
         self._ptr_view = _view(self.indptr, "q")
+        self._docs_view = _view(self.docs, {4: "i", 8: "q"}[self.docs.dtype.itemsize])
         self._off_view = _view(self.term_offsets, "q")
         self._term_ids: dict[str, int] = {}
         self._kernels = Kernels(arrays, negative=bool(stats["negative_scores"]))
@@ -193,11 +195,24 @@ class BM25Index:
 
     def contains(self, term_id: int, doc_index: int) -> bool:
         """Whether document ``doc_index`` holds the term."""
-        if term_id < 0:
-            return False
-        lo, hi = self._ptr_view[term_id], self._ptr_view[term_id + 1]
-        pos = lo + int(np.searchsorted(self.docs[lo:hi], doc_index))
-        return pos < hi and int(self.docs[pos]) == doc_index
+        return self.holds([term_id], [doc_index])[0][0]
+
+    def holds(self, term_ids: Sequence[int], doc_indexes: Sequence[int]
+              ) -> list[list[bool]]:
+        """For each document, which of the terms it holds (a bisection of each posting list)."""
+        docs, ptr = self._docs_view, self._ptr_view
+        rows = []
+        for doc in doc_indexes:
+            row = []
+            for term_id in term_ids:
+                if term_id < 0:
+                    row.append(False)
+                    continue
+                hi = ptr[term_id + 1]
+                at = bisect.bisect_left(docs, doc, ptr[term_id], hi)
+                row.append(at < hi and docs[at] == doc)
+            rows.append(row)
+        return rows
 
     # -- searching --------------------------------------------------------------------
 

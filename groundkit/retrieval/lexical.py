@@ -7,6 +7,7 @@ query term's idf, tf, length norm and score to the hit's explanation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..model import Contribution
@@ -23,6 +24,11 @@ class BM25Retriever:
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
         ranked = self.index.search(query, top_k, score_threshold=score_threshold)
+        return self.scored(query, ranked, explain=explain)
+
+    def scored(self, query: str, ranked: Sequence[tuple[int, float]], *,
+               explain: bool = False) -> list[Scored]:
+        """``(position, score)`` pairs of :meth:`BM25Index.search` as this retriever's hits."""
         out = []
         for rank, (position, score) in enumerate(ranked, start=1):
             detail = {"terms": self._terms(query, position)} if explain else {}

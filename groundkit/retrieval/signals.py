@@ -55,10 +55,15 @@ class Evidence:
 
 
 def lexical_evidence(index: BM25Index, query: str) -> LexicalEvidence:
-    """BM25's evidence for ``query``: idfs, the top chunks, which terms they hold."""
-    ids = [index.term_id(t) for t in dict.fromkeys(index.analyzer.analyze(query))]
-    top = tuple(index.search_terms(index.analyzer.analyze(query), TOP)) if ids else ()
-    present = tuple(tuple(index.contains(t, pos) for t in ids) for pos, _ in top[:COVERAGE_DEPTH])
+    """BM25's evidence for ``query``: idfs, the top chunks, which terms they hold.
+
+    ``top`` is exactly ``index.search(query, TOP)``, so a caller may show it as the
+    search's own ranking (:func:`groundkit.collection.search.search_or_abstain` does).
+    """
+    terms = index.analyzer.analyze(query)
+    ids = [index.term_id(t) for t in dict.fromkeys(terms)]
+    top = tuple(index.search_terms(terms, TOP)) if ids else ()
+    present = tuple(map(tuple, index.holds(ids, [pos for pos, _ in top[:COVERAGE_DEPTH]])))
     return LexicalEvidence(idf=tuple(index.idf(t) for t in ids), known=tuple(t >= 0 for t in ids),
                            top=top, present=present)
 

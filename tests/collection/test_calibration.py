@@ -72,6 +72,26 @@ def test_calibrate_reports_what_it_measured_on_its_own_questions(
     assert stored["stats"]["coverage_in_sample"] == 1.0  # every answerable question is covered
 
 
+@pytest.mark.parametrize("options", [{}, {"top_k": 3}, {"top_k": 20}, {"explain": True},
+                                     {"score_threshold": 1.0}, {"verify": True}])
+def test_an_answering_gate_shows_exactly_the_searchs_hits(
+        calibrated: Path, home: Path, options: dict[str, object]) -> None:
+    query = "how long are deployment logs kept for audit"
+    with Collection.open("k", home) as coll:
+        gated = coll.search_or_abstain(query, alpha=0.5, **options)
+        plain = coll.search(query, **options)
+    assert gated.decision.answer
+    assert [h.to_dict("k") for h in gated.hits] == [h.to_dict("k") for h in plain]
+
+
+def test_a_calibration_stored_while_the_collection_is_open_is_used(
+        calibrated: Path, home: Path, tmp_path: Path) -> None:
+    with Collection.open("k", home) as coll:
+        assert coll.decide("logs").n0 == 10
+        coll.calibrate(questions_file(tmp_path, ANSWERABLE, NO_ANSWER[:9]))
+        assert coll.decide("logs").n0 == 9
+
+
 def test_abstaining_search_keeps_the_ranking_and_drops_hits_only_when_it_abstains(
         calibrated: Path, home: Path) -> None:
     with Collection.open("k", home) as coll:

@@ -303,3 +303,16 @@ def test_the_vocabulary_is_ordered_by_crc32_then_by_term():
             terms=terms[::-1], indptr=index.indptr, docs=index.docs, tfs=index.tfs,
             doc_lengths=index.doc_lengths.astype(np.int64), analyzer=Analyzer.preset("simple"),
             params=BM25Params())
+
+
+def test_holds_says_which_terms_each_document_contains() -> None:
+    rng = random.Random(4)
+    vocabulary = [f"w{i}" for i in range(40)]
+    docs = [rng.sample(vocabulary, 6) for _ in range(300)]
+    index = BM25Index.build(docs, Analyzer(), BM25Params())
+    terms = ["w1", "w7", "w39", "absent"]
+    ids = [index.term_id(t) for t in terms]
+    positions = [0, 17, 150, 299]
+    expected = [[t in docs[p] for t in terms] for p in positions]
+    assert index.holds(ids, positions) == expected
+    assert [index.contains(ids[0], p) for p in positions] == [row[0] for row in expected]
