@@ -146,6 +146,10 @@ def _print_status(results: list[dict[str, Any]]) -> None:
         print(f"  chunker: {s['chunker']}")
         if s.get("analyzer"):
             print(f"  analyzer: {s['analyzer']}")
+        for c in s["calibrations"]:
+            state = f"STALE: {c['stale']}" if c["stale"] else "current"
+            print(f"  calibrated {c['mode']}: n0 = {c['n0']}, alpha = {c['alpha']:g}, "
+                  f"{c['created_at']} ({state})")
         for item in s["skipped"]:
             print(f"  skipped {item['path']}: {item['reason']}")
         for kind, paths in s.get("changed_since_indexing", {}).items():

@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import store
+from ..errors import CalibrationError
+from ..retrieval.gate import Calibration
+from ..retrieval.modes import MODES
 from ..sources import Candidate, discover
 from ..verify import Unreadable, read_inside
+from . import calibration
 from .indexer import root_labels
 from .snapshot import Snapshot
 
@@ -36,6 +40,18 @@ class Changes:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CalibrationInfo:
+    """A stored abstention calibration: its size, alpha, age, and whether it still holds."""
+
+    mode: str
+    n0: int
+    alpha: float
+    created_at: str
+    stale: str | None
+    """Why ``--abstain`` would refuse it (re-indexed, other analyzer or model), or None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionStatus:
     """A collection's published generation: counts, settings, skipped and changed files."""
 
@@ -52,6 +68,7 @@ class CollectionStatus:
     embedding: dict[str, Any] | None
     last_run: dict[str, Any] | None
     skipped: tuple[SkippedFile, ...]
+    calibrations: tuple[CalibrationInfo, ...] = ()
     changed_since_indexing: Changes | None = None
     """``None`` unless changes were looked for."""
 
@@ -60,6 +77,7 @@ class CollectionStatus:
         out = asdict(self)
         out["roots"] = list(self.roots)
         out["skipped"] = [asdict(s) for s in self.skipped]
+        out["calibrations"] = [asdict(c) for c in self.calibrations]
         if self.changed_since_indexing is None:
             del out["changed_since_indexing"]
         else:
@@ -83,8 +101,29 @@ def collection_status(snap: Snapshot, *, changes: bool = True) -> CollectionStat
         roots=tuple(config["roots"]), chunker=config["chunker"],
         analyzer=config.get("analyzer"), bm25=config.get("bm25"),
         embedding=config.get("embedding"), last_run=json.loads(stats) if stats else None,
-        skipped=skipped,
+        skipped=skipped, calibrations=_calibrations(snap),
         changed_since_indexing=_changes(snap, documents, skipped) if changes else None)
+
+
+def _calibrations(snap: Snapshot) -> tuple[CalibrationInfo, ...]:
+    out = []
+    for mode in MODES:
+        text = store.get_meta_text(snap.conn, calibration.META_PREFIX + mode)
+        if text is None:
+            continue
+        try:
+            found, stale = calibration.load(snap, mode), None
+        except CalibrationError as exc:
+            stale = str(exc)
+            try:
+                found = Calibration.from_dict(json.loads(text))
+            except (CalibrationError, ValueError):
+                out.append(CalibrationInfo(mode=mode, n0=0, alpha=0.0, created_at="",
+                                           stale=stale))
+                continue
+        out.append(CalibrationInfo(mode=mode, n0=found.n0, alpha=found.alpha,
+                                   created_at=found.created_at, stale=stale))
+    return tuple(out)
 
 
 def _changes(snap: Snapshot, documents: dict[str, str],
