@@ -302,12 +302,17 @@ def check_goals(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def corpus_options(parser: argparse.ArgumentParser) -> None:
+    """The synthetic corpus and query options (shared with bench_gate.py)."""
     parser.add_argument("--chunks", type=int, default=100_000, help="passages (default 100000)")
     parser.add_argument("--chunk-chars", type=int, default=1000, help="passage size")
     parser.add_argument("--queries", dest="n_queries", type=int, default=1000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    corpus_options(parser)
     parser.add_argument("--slow-queries", type=int, default=50,
                         help="queries for rank-bm25, which scans every document per term")
     parser.add_argument("--seed", type=int, default=13)

@@ -48,7 +48,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench_bm25 import make_corpus, make_queries  # also pins numeric libraries to one thread
+from bench_bm25 import corpus_options, make_corpus, make_queries  # also pins numeric libraries to one thread
 from common import (
     ROOT,
     Stopwatch,
@@ -355,9 +355,7 @@ def print_table(result: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chunks", type=int, default=100_000, help="passages (default 100000)")
-    parser.add_argument("--chunk-chars", type=int, default=1000, help="passage size")
-    parser.add_argument("--queries", dest="n_queries", type=int, default=1000)
+    corpus_options(parser)
     parser.add_argument("--seed", type=int, default=13, help="bench_bm25.py's query seed")
     parser.add_argument("--no-answer", type=int, default=48,
                         help="synthetic no-answer calibration questions (and as many answerable)")
