@@ -48,7 +48,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench_bm25 import corpus_options, make_corpus, make_queries  # also pins numeric libraries to one thread
+from bench_bm25 import (  # also pins numeric libraries to one thread
+    corpus_options,
+    make_corpus,
+    make_queries,
+)
 from common import (
     ROOT,
     Stopwatch,
