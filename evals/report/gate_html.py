@@ -84,12 +84,13 @@ def _summary(stages: Mapping[str, Any]) -> str:
             f"<td>{pct(band['false_answer_rate_mean'])} "
             f"{_interval(*band['false_answer_rate_band'])}</td>"
             f"<td>{pct(band['coverage_retrieved_mean'])}</td>"
-            f"<td>{num(shipped['excess_aurc'])}</td></tr>")
+            f"<td>{num(shipped['excess_aurc'])}</td><td>{num(at.get('crag_score'))}</td></tr>")
     head = "".join(f'<th scope="col">{h}</th>' for h in (
         "stage (gate)", "n0", "AUROC", "AUROC near misses", "false answers (95% CI)",
         "near misses answered", "coverage", "wrongful abstentions (gold in top 10)",
         "abstentions (gold not retrieved)",
-        "re-split false answers (5–95%)", "re-split coverage", "excess AURC"))
+        "re-split false answers (5–95%)", "re-split coverage", "excess AURC",
+        "CRAG score (+1 good, 0 abstain, −1 wrong)"))
     return (f"<h3>At alpha = {ALPHA:g}</h3><div class=\"scroll\"><table id=\"gate-summary\">"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

@@ -164,6 +164,9 @@ def at_alpha(items: _Arrays, p: np.ndarray, alpha: float) -> dict[str, Any]:
     count = {k: int(v.sum()) for k, v in groups.items()}
     hit = {k: int((answered & v).sum()) for k, v in groups.items()}
     low, high = clopper_pearson(hit["no_answer"], count["no_answer"])
+    # CRAG-style score (Yang et al. 2024): +1 a good answer, 0 an abstention, -1 a wrong one.
+    good = hit["retrieved"]
+    crag = (good - (int(answered.sum()) - good)) / len(p) if len(p) else None
     return {
         "alpha": alpha,
         "false_answer_rate": _rate(hit["no_answer"], count["no_answer"]),
@@ -172,6 +175,7 @@ def at_alpha(items: _Arrays, p: np.ndarray, alpha: float) -> dict[str, Any]:
         "coverage_retrieved": _rate(hit["retrieved"], count["retrieved"]),
         "coverage_answerable": _rate(hit["answerable"], count["answerable"]),
         "wrongful_abstentions_retrieved": count["retrieved"] - hit["retrieved"],
+        "crag_score": crag,
         "abstentions_not_retrieved": count["missed"] - hit["missed"],
         "counts": count,
     }

@@ -151,6 +151,16 @@ def bm25_nqc(e: Evidence) -> float:
     return float(scores.std() / scores.mean()) if scores.size and scores.mean() else 0.0
 
 
+def bm25_smv(e: Evidence) -> float:
+    """Score magnitude and variance (Tao & Wu 2014): mean of s·|ln(s/μ)| over the top
+    scores, over μ (their mean, standing in for the corpus score as in :func:`bm25_nqc`)."""
+    scores = np.array([s for _, s in _lex(e).top])
+    if not scores.size or scores.mean() <= 0 or (scores <= 0).any():
+        return 0.0
+    mean = scores.mean()
+    return float((scores * np.abs(np.log(scores / mean))).mean() / mean)
+
+
 def bm25_wig(e: Evidence) -> float:
     """Weighted information gain (Zhou & Croft 2007): mean of the top five over √(query length)."""
     lex = _lex(e)
@@ -212,6 +222,7 @@ SIGNALS: Mapping[str, Signal] = {s.name: s for s in (
     _signal("bm25.best_coverage", "bm25", bm25_best_coverage),
     _signal("bm25.missing_rarest", "bm25", bm25_missing_rarest),
     _signal("bm25.nqc", "bm25", bm25_nqc),
+    _signal("bm25.smv", "bm25", bm25_smv),
     _signal("bm25.wig", "bm25", bm25_wig),
     _signal("dense.top1", "dense", dense_top1),
     _signal("dense.margin", "dense", dense_margin),

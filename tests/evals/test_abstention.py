@@ -150,3 +150,17 @@ def test_the_first_resplit_is_the_shipped_split() -> None:
     for band in one["resplits"]["at_alpha"]:
         assert band["false_answer_rate_mean"] == shipped[band["alpha"]]["false_answer_rate"]
         assert band["coverage_retrieved_mean"] == shipped[band["alpha"]]["coverage_retrieved"]
+
+
+def test_at_alpha_counts_each_group_and_scores_answers_crag_style() -> None:
+    answerable = np.array([True, True, True, False, False])
+    retrieved = np.array([True, True, False, False, False])
+    rows = abstention._Arrays(answerable, np.array([False, False, False, True, False]),
+                              retrieved, {SIGNAL: np.zeros(5)})
+    out = abstention.at_alpha(rows, np.array([0.05, 0.5, 0.05, 0.05, 0.5]), 0.1)
+    assert out["counts"] == {"no_answer": 2, "near_miss": 1, "retrieved": 2, "missed": 1,
+                             "answerable": 3}
+    assert out["false_answer_rate"] == 0.5 and out["near_miss_false_answer_rate"] == 1.0
+    assert out["coverage_retrieved"] == 0.5 and out["wrongful_abstentions_retrieved"] == 1
+    assert out["abstentions_not_retrieved"] == 0
+    assert out["crag_score"] == pytest.approx((1 - 2) / 5)  # one good answer, two wrong ones

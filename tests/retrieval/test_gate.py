@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -114,6 +116,8 @@ def test_signals_read_the_evidence_as_documented() -> None:
     assert got["bm25.best_coverage"] == 1.0                    # the second holds both
     assert got["bm25.top1_attainable"] == pytest.approx(6 / 4)
     assert got["bm25.missing_rarest"] == 0.0                   # some top chunk lacks nothing
+    smv = (6 * math.log(6 / 4) + 2 * abs(math.log(2 / 4))) / 2 / 4
+    assert got["bm25.smv"] == pytest.approx(smv)               # Tao & Wu, around the mean 4
     assert "dense.top1" not in got                             # no dense evidence, no dense signal
     dense = Evidence(dense=DenseEvidence(top=((0, 0.8), (1, 0.5)), mean=0.3, std=0.25))
     assert signals.compute(dense) == pytest.approx(
