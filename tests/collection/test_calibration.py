@@ -178,9 +178,10 @@ def test_the_python_api_calibrates_and_the_same_open_collection_then_abstains(
 def test_status_lists_each_calibration_and_says_when_it_went_stale(
         calibrated: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = grk(capsys, "status", "k", "--json", "--no-changes")
+    assert code == 0
     [info] = json.loads(out)["calibrations"]
     assert (info["mode"], info["n0"], info["alpha"], info["stale"]) == ("bm25", 10, 0.1, None)
     (calibrated / "logs.md").write_text("# Logs\n\nKept forever now.\n")
     index("k", IndexConfig(roots=(str(calibrated),)), home=home)
     code, out, _ = grk(capsys, "status", "k", "--no-changes")
-    assert "calibrated bm25: n0 = 10, alpha = 0.1" in out and "(STALE: " in out
+    assert code == 0 and "calibrated bm25: n0 = 10, alpha = 0.1" in out and "(STALE: " in out
