@@ -14,7 +14,7 @@ from pathlib import Path
 from common import Stopwatch
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_index.py", "bench_bm25.py", "bench_gate.py", "bench_eval.py",
+ORDER = ["bench_index.py", "bench_bm25.py", "bench_gate.py", "bench_answers.py", "bench_eval.py",
          "bench_eval_stats.py", "bench_external.py", "bench_dense.py", "bench_mcp.py"]
 
 

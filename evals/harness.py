@@ -155,6 +155,28 @@ def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:
     return lines
 
 
+def answer_lines(report: Mapping[str, Any]) -> list[str]:
+    """The extractive answer stages, without and with the gate."""
+    block = report.get("answers")
+    if not block:
+        return []
+    lines = [f"\ngrk ask, extractive ({block['extractive']['mode']}, top "
+             f"{block['extractive']['top_k']} passages):"]
+    for label, part in (("every question", block["extractive"]["all"]),
+                        ("test part, gate on", block["extractive"]["gate"])):
+        if part:
+            lines.append(f"  {label:<20} answer success {_share(part['answer_success'])}  "
+                         f"citation precision {_share(part['citation_precision'])}  "
+                         f"no-answer questions answered {_share(part['no_answer_answered'])}")
+    lines.append(f"  answers by a language model: {block['llm']['reason']}"
+                 if not block["llm"]["measured"] else "  answers by a language model: measured")
+    return lines
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
 def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = None) -> str:
     """A plain-text table: one row per stage, metrics with delta and interval vs baseline."""
     measures = list(measures or report["measures"])
@@ -175,6 +197,7 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
     lines.append("cells: value  delta vs baseline [95% bootstrap CI]; abstained: no-answer "
                  "questions answered with nothing")
     lines += gate_lines(report)
+    lines += answer_lines(report)
     for c in report["config"].get("checks", []):
         got = "n/a" if c["observed"] is None else f"{c['observed']:.4f}"
         lines.append(f"  [{'pass' if c['passed'] else 'FAIL'}] {c['kind']}: {c['stage']} "

@@ -27,10 +27,12 @@ LAYERS: dict[str, int] = {
     "groundkit.embeddings": 3,
     "groundkit.retrieval": 4, "groundkit.verify": 4,
     "groundkit.collection": 5,
-    "groundkit.cli": 6, "groundkit.mcp_server": 6, "groundkit.testing": 6,
-    "groundkit.__main__": 7, "groundkit": 7,
+    "groundkit.answer": 6,
+    "groundkit.cli": 7, "groundkit.mcp_server": 7, "groundkit.testing": 7,
+    "groundkit.__main__": 8, "groundkit": 8,
 }
-"""kernel -> text, sources -> store -> embeddings -> retrieval, verify -> collection -> faces."""
+"""kernel -> text, sources -> store -> embeddings -> retrieval, verify -> collection -> answer
+-> faces."""
 
 
 def modules(package: str) -> dict[str, Path]:

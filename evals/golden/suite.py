@@ -30,7 +30,7 @@ from evals.golden.judgments import judge
 from evals.golden.model import Golden
 from evals.harness import Log
 from evals.score import metrics
-from evals.stages import Stage
+from evals.stages import BASELINE, STAGES, Stage
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.collection.derived import analyzer_of, bm25_params_of
 from groundkit.collection.home import Home
@@ -83,8 +83,10 @@ class CollectionSuite:
         self.qrels: metrics.Qrels = {}
         self._opened: dict[tuple[Any, ...], tuple[Collection, metrics.Qrels]] = {}
         self._verdicts: dict[str, str] = {}
-        self._evidence = EvidenceCache()
         """chunk id -> verdict: a shown chunk is re-read once per run, whatever stage shows it."""
+        self._evidence = EvidenceCache()
+        self.answers = True
+        """Whether finishing adds the answer stages (evals.golden.answers)."""
 
     # -- the Suite protocol ------------------------------------------------------------
 
@@ -121,6 +123,14 @@ class CollectionSuite:
     def finish(self, report: dict[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
         if skipped:
             report["config"]["skipped_stages"] = dict(skipped)
+        opened = self._opened.get(self.settings_of(STAGES[BASELINE]).key())
+        if opened is not None and self.answers:
+            from .answers import answer_block
+
+            coll = opened[0]
+            report["answers"] = answer_block(
+                self.questions, coll,
+                lambda text: self._evidence.signals(coll.snapshot, "bm25", text))
         return report
 
     def close(self) -> None:

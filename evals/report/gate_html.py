@@ -1,4 +1,6 @@
-"""The report's abstention-gate section: the guarantee checked, the rivals, the signals.
+"""The report's abstention-gate and answer sections.
+
+The gate section: the guarantee checked, the rivals, the signals.
 
 Rendered from the report's ``gate`` block (:mod:`evals.score.abstention`): per
 stage, what the calibrated gate does on the test part at each alpha, the same over
@@ -208,3 +210,28 @@ def _signals(stages: Mapping[str, Any]) -> str:
     return ('<h3>Candidate confidence signals (AUROC)</h3><p class="note">Each mode\'s gate '
             "uses the signal with the best train AUROC; the test columns show how that "
             f"choice held up. 0.5 is chance.</p>{''.join(blocks)}")
+
+
+def answers_section(report: Report) -> str:
+    """The answer stages: ``grk ask``'s extractive answers, without and with the gate."""
+    block = report.get("answers")
+    if not block:
+        return ""
+    ex = block["extractive"]
+    rows = []
+    for label, part in (("every question", ex["all"]), ("test part, gate on", ex["gate"])):
+        if part:
+            rows.append(
+                f'<tr><th scope="row">{e(label)}</th><td>{part["questions"]}</td>'
+                f"<td>{pct(part['answer_success'])}</td><td>{pct(part['citation_precision'])}"
+                f"</td><td>{pct(part['no_answer_answered'])}</td><td>{part['answered']}</td></tr>")
+    head = "".join(f'<th scope="col">{h}</th>' for h in (
+        "questions", "n", "answer success", "citation precision", "no-answer answered",
+        "answered"))
+    llm = ("measured" if block["llm"]["measured"] else e(block["llm"]["reason"]))
+    return ('<section id="answers"><h2>Answers (grk ask)</h2><p class="note">Extractive '
+            f"answers ({e(ex['mode'])}, top {ex['top_k']} passages, no model): a citation is "
+            "correct when it overlaps a gold quote. Answer success: judged questions with a "
+            "correct citation; citation precision: correct citations among all given.</p>"
+            f'<table id="answers-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            f"</tbody></table><p>Answers by a language model: {llm}</p></section>")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .assets import CSS, SCRIPT
-from .gate_html import gate_section
+from .gate_html import answers_section, gate_section
 from .markup import e, num, pval, signed
 
 Report = Mapping[str, Any]
@@ -41,6 +41,7 @@ def render(report: Report) -> str:
             _forest_section(report),
             _abstention(report),
             gate_section(report),
+            answers_section(report),
             _breakdowns(report),
             _drilldown(report),
         ]

@@ -9,9 +9,11 @@
 Besides every stage's metrics and abstention counts, a report with a ``gate``
 block pins each gated stage's abstention gate at alpha 0.1 (``gate.*``: its
 AUROC, false-answer rate and coverage on the test part, their re-split means,
-excess AURC). A metric outside ``value ± tolerance`` fails the run loudly. Values are written
-by ``python -m evals expect`` from a report, never by hand, and changing them
-is a deliberate commit.
+excess AURC), and the baseline stage carries the extractive answer stages
+(``answers.*``: answer success, citation precision, no-answer questions answered,
+with and without the gate). A metric outside ``value ± tolerance`` fails the run
+loudly. Values are written by ``python -m evals expect`` from a report, never by
+hand, and changing them is a deliberate commit.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
                   "resplit_false_answer_rate": band["false_answer_rate_mean"],
                   "resplit_coverage_retrieved": band["coverage_retrieved_mean"]}
         out.update({f"gate.{k}": v for k, v in values.items() if v is not None})
+    answers = report.get("answers", {}).get("extractive")
+    if answers is not None and stage["name"] == report.get("baseline"):
+        for part in ("all", "gate"):
+            if answers.get(part):
+                out.update({f"answers.{part}.{k}": v for k, v in answers[part].items()
+                            if isinstance(v, int | float) and not isinstance(v, bool)})
     return out
 
 

@@ -11,12 +11,12 @@ from ..errors import UsageError
 from ..model import Status
 from ..progress import ProgressBar
 from ..retrieval.bm25 import BM25Params
-from ..retrieval.fusion import FUSIONS
 from ..retrieval.gate import ALPHA
-from ..retrieval.modes import DEFAULT_MODE, MODES
+from ..retrieval.modes import MODES
 from ..sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
 from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
 from ..text.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
+from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 
 _BM25 = BM25Params()
@@ -195,13 +195,11 @@ def _check(p: argparse.ArgumentParser) -> Handler:
 
 
 def _search_arguments(p: argparse.ArgumentParser) -> None:
-    hybrid = MODES["hybrid"].defaults()
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
     p.add_argument("--top-k", type=int, default=10, metavar="N",
                    help=f"number of hits, 1..{MAX_TOP_K} (default 10)")
-    p.add_argument("--mode", default=DEFAULT_MODE, choices=tuple(MODES),
-                   help="; ".join(f"{m.name}: {m.description}" for m in MODES.values()))
+    mode_arguments(p)
     p.add_argument("--score-threshold", type=float, metavar="X", help="drop hits scoring "
                    "below X (" + ", ".join(m.name for m in MODES.values() if m.threshold)
                    + " only)")
@@ -209,19 +207,7 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
                    help="show how each hit was scored (per-term idf/tf/length for bm25)")
     p.add_argument("--verify", action="store_true", help="re-read each hit's span and show "
                    "its verdict")
-    p.add_argument("--embed-model", metavar="PROVIDER:MODEL",
-                   help="embedding model for modes that need one (must match the index)")
-    p.add_argument("--fusion", choices=tuple(FUSIONS), default=hybrid["fusion"],
-                   help="hybrid: " + "; ".join(f"{f.name}: {f.description}"
-                                               for f in FUSIONS.values()))
-    p.add_argument("--rrf-k", type=int, default=hybrid["rrf_k"], metavar="K",
-                   help=f"hybrid: Reciprocal Rank Fusion constant (default {hybrid['rrf_k']})")
-    p.add_argument("--abstain", action="store_true", help="say 'nothing in this collection "
-                   "answers that' instead of hits when the calibrated gate abstains (needs "
-                   "grk calibrate first)")
-    p.add_argument("--alpha", type=float, metavar="A", help="with --abstain: the highest "
-                   "acceptable rate of answering an unanswerable question (default: the "
-                   f"calibration's, {ALPHA})")
+    abstain_arguments(p)
 
 
 @command("search", "Search a collection (BM25 by default; modes are always explicit).")
@@ -234,7 +220,7 @@ def _search(p: argparse.ArgumentParser) -> Handler:
         if args.alpha is not None and not args.abstain:
             raise UsageError("--alpha applies with --abstain only")
         options = {"top_k": args.top_k, "mode": args.mode, "score_threshold": args.score_threshold,
-                   "explain": args.explain, "verify": args.verify, **_mode_options(args)}
+                   "explain": args.explain, "verify": args.verify, **mode_options(args)}
         with Collection.open(args.collection, args.home) as coll:
             if args.abstain:
                 result = coll.search_or_abstain(args.query, alpha=args.alpha, **options)
@@ -298,12 +284,6 @@ def _calibrate(p: argparse.ArgumentParser) -> Handler:
         return 0
 
     return run
-
-
-def _mode_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The chosen mode's options, from the flags that carry them."""
-    flags = {"embed_model": args.embed_model, "fusion": args.fusion, "rrf_k": args.rrf_k}
-    return {o.name: flags[o.name] for o in MODES[args.mode].options if o.name in flags}
 
 
 @command("eval", "Evaluate retrieval: the golden corpus, an external benchmark, or your own "

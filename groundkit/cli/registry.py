@@ -15,6 +15,9 @@ from typing import Any
 
 EXIT_DRIFTED = 10
 EXIT_UNRESOLVABLE = 11
+EXIT_NO_ANSWER = 12
+"""``grk ask`` has no answer to show: the gate abstained, nothing verified answers, or an
+LLM reply was withheld."""
 EXIT_INTERRUPTED = 130
 
 Handler = Callable[[argparse.Namespace], int]

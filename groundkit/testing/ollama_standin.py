@@ -1,19 +1,23 @@
-"""A loopback stand-in for an Ollama server's embedding API.
+"""A loopback stand-in for an Ollama server's embedding and chat APIs.
 
-It lets the real ``ollama`` Python client be tested over real HTTP without
-Ollama installed. It binds ``127.0.0.1`` on an ephemeral port, serves from a
-thread, and is bounded: request bodies, inputs per request, concurrent
-requests, per-connection idle time and the request log all have limits.
+It lets the real ``ollama`` Python client be tested over real HTTP without Ollama
+installed. It binds ``127.0.0.1`` on an ephemeral port, serves from a thread, and is
+bounded: request bodies, inputs and messages per request, concurrent requests,
+per-connection idle time and the request logs all have limits.
 
-Wire format (checked against ollama's ``server/routes.go`` and the
-``ollama-python`` client):
+Wire format (checked against ollama's ``server/routes.go`` and the ``ollama-python`` client):
 
 - ``POST /api/embed`` ``{"model", "input": str | [str], "truncate", "dimensions",
-  "keep_alive", "options"}`` -> ``{"model", "embeddings": [[float]],
-  "total_duration", "load_duration", "prompt_eval_count"}``; rows are
-  L2-normalised, as the real server does.
+  "keep_alive", "options"}`` -> ``{"model", "embeddings": [[float]], "total_duration",
+  "load_duration", "prompt_eval_count"}``; rows are L2-normalised, as the real server does.
 - ``POST /api/embeddings`` (legacy) ``{"model", "prompt"}`` -> ``{"embedding": [float]}``,
   not normalised, as the real server does.
+- ``POST /api/chat`` ``{"model", "messages": [{"role", "content"}], "stream", "options",
+  "format", "keep_alive", "tools"}`` -> ``{"model", "created_at", "message": {"role":
+  "assistant", "content"}, "done": true, "done_reason": "stop", "total_duration",
+  "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration"}``
+  for ``"stream": false``, else (Ollama's default) NDJSON: a content line, then that ``done``
+  line. Replies are scripted (:func:`scripted_chat`), never generated.
 - ``GET /api/tags`` -> ``{"models": [...]}``; ``GET /api/version`` -> ``{"version"}``;
   ``GET /`` -> ``Ollama is running``.
 - An unknown model: 404 ``{"error": "model \\"x\\" not found, try pulling it first"}``.
@@ -30,6 +34,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -42,17 +47,38 @@ EmbedFn = Callable[[list[str]], Any]
 """Texts in, an ``n x d`` array-like of floats out (normalisation not required)."""
 
 
+ChatStep = str | HttpError
+"""A chat reply, or an error to reply with (``HttpError(500, "boom")``)."""
+ChatFn = Callable[[list[dict[str, Any]]], ChatStep]
+"""A request's messages in, its :data:`ChatStep` out (it may block, to delay the reply)."""
+
+
+def scripted_chat(chat: ChatFn | Sequence[ChatStep] | ChatStep | None) -> ChatFn:
+    """A responder: ``None`` echoes the last message; one step (a ``str`` too) is every
+    reply; a sequence is replied in order, then 500s; a callable is called."""
+    if chat is None:
+        return lambda messages: str(messages[-1].get("content") or "") if messages else ""
+    if isinstance(chat, str | HttpError):
+        return lambda messages: chat
+    if callable(chat):
+        return chat
+    script, lock = deque(chat), threading.Lock()
+
+    def next_step(messages: list[dict[str, Any]]) -> ChatStep:
+        with lock:
+            return script.popleft() if script else HttpError(500, "stand-in: script used up")
+
+    return next_step
+
+
 def hashing_embedder(dimension: int = 768) -> EmbedFn:
     """A model-free embed function (feature hashing), the stand-in's default."""
     return lambda texts: hashed_vectors(texts, dimension)
 
 
 def provider_embedder(provider: Any) -> EmbedFn:
-    """An embed function backed by a groundkit provider (e.g. the ``local`` model).
-
-    The provider's own prefixes are not applied twice: the client already
-    prefixed the texts, and ``all-MiniLM-L6-v2`` has none.
-    """
+    """An embed function backed by a groundkit provider (e.g. the ``local`` model); its
+    prefixes are not applied twice (the client already prefixed the texts)."""
     return lambda texts: provider.embed(texts, kind="document")
 
 
@@ -72,6 +98,7 @@ class _Limits:
     max_body_bytes: int = 8 * 1024 * 1024
     max_inputs: int = 4096
     max_concurrent: int = 8
+    max_messages: int = 1024
     idle_timeout: float = 10.0
     context_length: int = 8192
 
@@ -84,9 +111,11 @@ class _State:
     limits: _Limits
     hold: threading.Event | None
     hold_timeout: float
+    chat: ChatFn
     lock: threading.Lock = field(default_factory=threading.Lock)
     embed_lock: threading.Lock = field(default_factory=threading.Lock)
     records: deque[RecordedRequest] = field(default_factory=lambda: deque(maxlen=10_000))
+    chats: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=1_000))
     connection_errors: int = 0
     slots: threading.BoundedSemaphore = field(init=False)
 
@@ -114,35 +143,23 @@ def _canonical(model: str) -> str:
 class OllamaStandin:
     """``with OllamaStandin(models=["nomic-embed-text"]) as server: Client(host=server.url)``.
 
-    ``embed`` computes vectors (default: :func:`hashing_embedder`). ``hold``,
-    when given, makes every embedding request wait until the event is set
-    (at most ``hold_timeout`` seconds), to test client timeouts without sleeps.
+    ``embed`` computes vectors (default: :func:`hashing_embedder`); ``chat`` scripts the
+    chat replies (:func:`scripted_chat`); ``models`` serve both. ``hold``, when given,
+    makes every embedding and chat request wait until the event is set (at most
+    ``hold_timeout`` seconds), to test client timeouts without sleeps.
     """
 
-    def __init__(
-        self,
-        embed: EmbedFn | None = None,
-        *,
-        models: Iterable[str] = ("nomic-embed-text",),
-        version: str = "0.0.0-standin",
-        hold: threading.Event | None = None,
-        hold_timeout: float = 30.0,
-        max_body_bytes: int = 8 * 1024 * 1024,
-        max_inputs: int = 4096,
-        max_concurrent: int = 8,
-    ) -> None:
-        self._state = _State(
-            models=frozenset(_canonical(m) for m in models),
-            embed=embed or hashing_embedder(),
-            version=version,
-            limits=_Limits(
-                max_body_bytes=max_body_bytes,
-                max_inputs=max_inputs,
-                max_concurrent=max_concurrent,
-            ),
-            hold=hold,
-            hold_timeout=hold_timeout,
-        )
+    def __init__(self, embed: EmbedFn | None = None, *,
+                 models: Iterable[str] = ("nomic-embed-text",), version: str = "0.0.0-standin",
+                 hold: threading.Event | None = None, hold_timeout: float = 30.0,
+                 max_body_bytes: int = 8 * 1024 * 1024, max_inputs: int = 4096,
+                 max_concurrent: int = 8,
+                 chat: ChatFn | Sequence[ChatStep] | ChatStep | None = None) -> None:
+        limits = _Limits(max_body_bytes=max_body_bytes, max_inputs=max_inputs,
+                         max_concurrent=max_concurrent)
+        self._state = _State(models=frozenset(_canonical(m) for m in models),
+                             embed=embed or hashing_embedder(), version=version, limits=limits,
+                             hold=hold, hold_timeout=hold_timeout, chat=scripted_chat(chat))
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -150,20 +167,23 @@ class OllamaStandin:
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("the stand-in is not running; use it as a context manager")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return "http://{!s}:{}".format(*self._server.server_address[:2])
 
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._state.lock:
             return list(self._state.records)
 
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The bodies of the ``/api/chat`` requests received, oldest first."""
+        with self._state.lock:
+            return list(self._state.chats)
+
     def start(self) -> OllamaStandin:
-        server = _Server(self._state)
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._server = server = _Server(self._state)
+        self._thread = threading.Thread(target=server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -201,9 +221,8 @@ class _Handler(JsonHandler):
 
     def do_GET(self) -> None:
         routes: dict[str, Callable[[], Any]] = {
-            "/api/tags": self._tags,
-            "/api/version": lambda: {"version": self.state.version},
-        }
+            "/api/tags": lambda: {"models": [_tag(name) for name in sorted(self.state.models)]},
+            "/api/version": lambda: {"version": self.state.version}}
         if self.path == "/":
             self._record(None, 0, 200)
             self.send_bytes(200, b"Ollama is running", "text/plain; charset=utf-8")
@@ -217,18 +236,16 @@ class _Handler(JsonHandler):
         self.send_bytes(200 if self.path == "/" else 404, b"", "text/plain; charset=utf-8")
 
     def do_POST(self) -> None:
-        handlers = {"/api/embed": self._embed, "/api/embeddings": self._embeddings}
-        handler = handlers.get(self.path)
+        handler = {"/api/embed": self._embed, "/api/embeddings": self._embeddings,
+                   "/api/chat": self._chat}.get(self.path)
         if handler is None:
             self.drain()
             self._not_found()
             return
         if not self.state.slots.acquire(blocking=False):
             self.drain()
-            self._fail(
-                None,
-                HttpError(503, "server busy, please try again. maximum pending requests exceeded"),
-            )
+            self._fail(None, HttpError(
+                503, "server busy, please try again. maximum pending requests exceeded"))
             return
         model: str | None = None
         try:
@@ -236,16 +253,17 @@ class _Handler(JsonHandler):
             model = body.get("model") if isinstance(body.get("model"), str) else None
             status, payload, inputs = handler(body)
             self._record(model, inputs, status)
-            self.send_json(status, payload)
+            if isinstance(payload, list):  # a streamed reply: one JSON object a line
+                lines = b"".join(json.dumps(part).encode() + b"\n" for part in payload)
+                self.send_bytes(status, lines, "application/x-ndjson")
+            else:
+                self.send_json(status, payload)
         except HttpError as exc:
             self._fail(model, exc)
         finally:
             self.state.slots.release()
 
     # -- endpoints
-
-    def _tags(self) -> dict[str, Any]:
-        return {"models": [_tag(name) for name in sorted(self.state.models)]}
 
     def _embed(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], int]:
         started = time.perf_counter_ns()
@@ -261,13 +279,9 @@ class _Handler(JsonHandler):
         dims = body.get("dimensions")
         if isinstance(dims, int) and 0 < dims < matrix.shape[1]:
             matrix = _normalize(matrix[:, :dims])
-        payload = {
-            "model": model,
-            "embeddings": matrix.tolist(),
-            "total_duration": time.perf_counter_ns() - started,
-            "load_duration": loaded - started,
-            "prompt_eval_count": tokens,
-        }
+        payload = {"model": model, "embeddings": matrix.tolist(),
+                   "total_duration": time.perf_counter_ns() - started,
+                   "load_duration": loaded - started, "prompt_eval_count": tokens}
         return 200, payload, len(texts)
 
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], int]:
@@ -279,6 +293,36 @@ class _Handler(JsonHandler):
             return 200, {"embedding": []}, 0
         vector = np.asarray(self._compute([prompt]), dtype=np.float64)[0]
         return 200, {"embedding": vector.tolist()}, 1
+
+    def _chat(self, body: dict[str, Any]) -> tuple[int, Any, int]:
+        started = time.perf_counter_ns()
+        model = self._require_model(body)
+        messages = body.get("messages") or []
+        if not isinstance(messages, list) or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+            raise HttpError(400, "invalid message format")
+        if len(messages) > self.state.limits.max_messages:
+            raise HttpError(400, f"too many messages: {len(messages)}")
+        with self.state.lock:
+            self.state.chats.append(body)
+        self._wait()
+        with self.state.embed_lock:  # scripted code, like embed functions, runs one at a time
+            reply = self.state.chat(messages)
+        if not isinstance(reply, str):
+            raise reply if isinstance(reply, HttpError) else HttpError(
+                500, f"chat responder returned {type(reply).__name__}, not a str")
+        took = time.perf_counter_ns() - started
+        words = sum(len(str(m.get("content") or "").split()) for m in messages)
+        head = {"model": model, "created_at": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
+        done = {"done": True, "done_reason": "stop", "total_duration": took, "load_duration": 0,
+                "prompt_eval_count": words, "prompt_eval_duration": took // 2,
+                "eval_count": len(reply.split()), "eval_duration": took - took // 2}
+        said = {**head, "message": {"role": "assistant", "content": reply}}
+        if body.get("stream") is False:
+            return 200, {**said, **done}, len(messages)
+        return 200, [{**said, "done": False},
+                     {**head, "message": {"role": "assistant", "content": ""}, **done}],\
+            len(messages)
 
     # -- helpers
 
@@ -292,27 +336,24 @@ class _Handler(JsonHandler):
 
     def _truncate(self, texts: list[str], truncate: Any) -> tuple[list[str], int]:
         limit = self.state.limits.context_length
-        out, total = [], 0
-        for text in texts:
-            words = text.split()
-            if len(words) > limit:
-                if truncate is False:
-                    raise HttpError(400, "input exceeds maximum context length")
-                text, words = " ".join(words[:limit]), words[:limit]
-            out.append(text)
-            total += len(words)
-        return out, total
+        if truncate is False and any(len(text.split()) > limit for text in texts):
+            raise HttpError(400, "input exceeds maximum context length")
+        kept = [" ".join(t.split()[:limit]) if len(t.split()) > limit else t for t in texts]
+        return kept, sum(min(len(text.split()), limit) for text in texts)
 
-    def _compute(self, texts: list[str]) -> np.ndarray:
+    def _wait(self) -> None:
         state = self.state
         if state.hold is not None and not state.hold.wait(state.hold_timeout):
             raise HttpError(500, "stand-in hold timed out")
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        state = self.state
+        self._wait()
         with state.embed_lock:
             matrix = np.asarray(state.embed(list(texts)), dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts):
-            raise HttpError(
-                500, f"embed function returned shape {matrix.shape} for {len(texts)} texts"
-            )
+            raise HttpError(500, f"embed function returned shape {matrix.shape} for "
+                                 f"{len(texts)} texts")
         return matrix
 
     def _not_found(self) -> None:
@@ -349,27 +390,11 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
 
 
 def _tag(name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "model": name,
-        "modified_at": "2024-01-01T00:00:00Z",
-        "size": 0,
-        "digest": hashlib.sha256(name.encode()).hexdigest(),
-        "details": {
-            "parent_model": "",
-            "format": "standin",
-            "family": "standin",
-            "families": ["standin"],
-            "parameter_size": "",
-            "quantization_level": "",
-        },
-    }
+    details = {"parent_model": "", "format": "standin", "family": "standin",
+               "families": ["standin"], "parameter_size": "", "quantization_level": ""}
+    return {"name": name, "model": name, "modified_at": "2024-01-01T00:00:00Z", "size": 0,
+            "digest": hashlib.sha256(name.encode()).hexdigest(), "details": details}
 
 
-__all__: Sequence[str] = [
-    "EmbedFn",
-    "OllamaStandin",
-    "RecordedRequest",
-    "hashing_embedder",
-    "provider_embedder",
-]
+__all__: Sequence[str] = ["ChatFn", "ChatStep", "EmbedFn", "OllamaStandin", "RecordedRequest",
+                          "hashing_embedder", "provider_embedder", "scripted_chat"]

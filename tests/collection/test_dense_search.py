@@ -153,3 +153,13 @@ def test_dense_and_hybrid_gates_calibrate_and_decide_with_each_retrievers_p_valu
     decision = gate.decide(hybrid, modes.evidence(local.snapshot, "hybrid", "car maintenance"))
     assert set(decision.p_values) == {"bm25", "dense"}
     assert decision.p_value == max(decision.p_values.values())
+
+
+def test_a_dense_answer_quotes_a_paraphrase_no_word_of_which_is_in_the_question(
+        local: Collection) -> None:
+    from groundkit.answer import ask
+
+    answer = ask(local, "car maintenance", mode="dense", top_k=3)
+    assert answer.kind == "extractive"
+    assert answer.sentences[0].text == "Every automobile in the fleet is serviced each spring."
+    assert ask(local, "car maintenance").kind == "empty"  # BM25: no shared word, no answer

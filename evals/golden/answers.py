@@ -1,0 +1,133 @@
+"""Answer stages: ``grk ask`` on the golden questions, scored by their quotes.
+
+For every question the extractive answerer (:func:`groundkit.answer.ask`, BM25, its
+default five passages) answers from the suite's baseline collection. A citation is
+*correct* when it overlaps a gold quote's span in the same document (the same rule
+as the chunk judgments, at the level of the quoted span):
+
+* **answer success** — the share of judged questions with at least one correct
+  citation (unanswered ones count as failures);
+* **citation precision** — the share of all citations given to judged questions
+  that are correct;
+* **no-answer answered** — the share of no-answer questions that got an answer.
+
+With the gate on (the BM25 gate calibrated on the calibration part's no-answer
+questions, alpha :data:`ALPHA`, as ``grk ask --abstain`` would), the same on the
+test part; the gate never changes an answer, it only withholds it. Answers written
+by a language model are measured only with a real model (``EVAL_GATED=1``); without
+one the block says "not measured", never a number.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from evals.report import model as rpt
+from groundkit.answer import Answer, Citation, ask
+from groundkit.collection import Collection
+from groundkit.embeddings.ollama import OLLAMA_DEFAULT_HOST
+from groundkit.errors import GroundkitError, MissingDependencyError, ProviderError
+from groundkit.retrieval import gate
+
+ALPHA = 0.1
+MODE = "bm25"
+ANSWERED = ("extractive", "llm")
+LLM_QUESTIONS = 100
+"""Test questions a gated run asks the model (a local model answers a few a second)."""
+
+Signals = Callable[[str], Mapping[str, float]]
+"""Question text -> the mode's confidence signals (the suite's evidence cache)."""
+
+
+def answer_block(questions: Sequence[rpt.Question], coll: Collection,
+                 signals: Signals) -> dict[str, Any]:
+    """The report's ``answers`` block (see the module docstring)."""
+    answers = {q.query_id: ask(coll, q.text, mode=MODE) for q in questions}
+    scorer = gate.SCORERS[MODE]
+    name = scorer.signals["bm25"]
+    calibration = sorted(signals(q.text)[name] for q in questions
+                         if q.split == "calibration" and not q.gold)
+    test = [q for q in questions if q.split == "test"]
+    gated = {q.query_id: bool(calibration) and
+             gate.p_value(calibration, signals(q.text)[name]) <= ALPHA for q in test}
+    return {
+        "extractive": {
+            "mode": MODE, "top_k": 5, "all": _scores(questions, answers),
+            "gate": {"alpha": ALPHA, "n0": len(calibration), "signal": name, "part": "test",
+                     **_scores(test, answers, gated)} if calibration else None,
+        },
+        "llm": _llm_block(questions, coll),
+    }
+
+
+def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
+            allowed: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    def shown(qid: str) -> list[Citation]:
+        if allowed is not None and not allowed[qid]:
+            return []
+        return answers[qid].citations if answers[qid].kind in ANSWERED else []
+
+    judged = [q for q in questions if q.gold]
+    no_answer = [q for q in questions if not q.gold]
+    cited = [(q, c) for q in judged for c in shown(q.query_id)]
+    right = sum(1 for q in judged if any(_correct(c, q) for c in shown(q.query_id)))
+    good = sum(1 for q, c in cited if _correct(c, q))
+    return {
+        "questions": len(questions), "judged": len(judged), "no_answer": len(no_answer),
+        "answered": sum(1 for q in questions if shown(q.query_id)),
+        "answer_success": right / len(judged) if judged else None,
+        "citation_precision": good / len(cited) if cited else None,
+        "citations": len(cited),
+        "no_answer_answered": (sum(1 for q in no_answer if shown(q.query_id)) / len(no_answer)
+                               if no_answer else None),
+    }
+
+
+def _correct(citation: Citation, question: rpt.Question) -> bool:
+    return any(g.doc_id == citation.path and citation.start < g.end and g.start < citation.end
+               for g in question.gold)
+
+
+def _llm_block(questions: Sequence[rpt.Question], coll: Collection) -> dict[str, Any]:
+    """LLM answers on the first :data:`LLM_QUESTIONS` test questions, with a real model only.
+
+    ``EVAL_GATED=1`` turns it on; ``GROUNDKIT_LLM_MODEL`` (default ``llama3.2``) and
+    ``GROUNDKIT_LLM_HOST`` (default Ollama's local address) choose the model. A model
+    that cannot be reached is "not measured" with the reason, never a number.
+    """
+    if os.environ.get("EVAL_GATED") != "1":
+        return {"measured": False, "reason": "not measured: no language model here (answers "
+                "written by a model are measured only with a real Ollama, EVAL_GATED=1)"}
+    model = os.environ.get("GROUNDKIT_LLM_MODEL", "llama3.2")
+    host = os.environ.get("GROUNDKIT_LLM_HOST", OLLAMA_DEFAULT_HOST)
+    test = [q for q in questions if q.split == "test"][:LLM_QUESTIONS]
+    try:
+        digest = _digest(model, host)
+        answers = {q.query_id: ask(coll, q.text, mode=MODE, llm=f"ollama:{model}",
+                                   llm_host=host) for q in test}
+    except GroundkitError as exc:
+        return {"measured": False, "reason": f"not measured: {exc}"}
+    withheld = sum(1 for a in answers.values() if a.kind == "withheld")
+    return {"measured": True, "model": model, "digest": digest, "host": host, "part": "test",
+            "limit": LLM_QUESTIONS, "withheld": withheld, **_scores(test, answers)}
+
+
+def _digest(model: str, host: str) -> str | None:
+    """The model's digest as the server lists it (``None`` when it does not list it)."""
+    try:
+        import httpx
+        import ollama
+    except ImportError as exc:
+        raise MissingDependencyError("ollama", "ollama", "LLM answer stages") from exc
+    client = ollama.Client(host=host, timeout=30, trust_env=False)
+    try:
+        listed = client.list().models
+    except (httpx.HTTPError, ollama.ResponseError, ConnectionError) as exc:
+        raise ProviderError(f"cannot list the models of the Ollama server at {host}: {exc}; "
+                            "start it with `ollama serve`") from None
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+    wanted = {model, model if ":" in model else f"{model}:latest"}
+    return next((m.digest for m in listed if m.model in wanted), None)

@@ -1,0 +1,69 @@
+"""``grk ask``: a grounded answer, every quote re-verified against its file now."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..collection import Collection
+from ..embeddings.ollama import OLLAMA_DEFAULT_HOST
+from .options import abstain_arguments, mode_arguments, mode_options
+from .registry import EXIT_NO_ANSWER, Handler, command, emit
+
+
+@command("ask", "Answer a question from a collection with exact, re-verified quotes "
+         "(extractive by default; --llm ollama:MODEL to synthesise).")
+def _ask(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--collection", "-c", required=True, metavar="NAME")
+    p.add_argument("--top-k", type=int, default=5, metavar="N",
+                   help="passages to answer from (default 5)")
+    mode_arguments(p)
+    abstain_arguments(p)
+    p.add_argument("--llm", metavar="ollama:MODEL", help="write the answer with a local "
+                   "Ollama model; every quote in its reply is checked against the passage it "
+                   "cites, and a reply whose quotes all fail is withheld")
+    p.add_argument("--llm-host", metavar="URL", help=f"the Ollama server (default "
+                   f"{OLLAMA_DEFAULT_HOST}; OLLAMA_HOST is not read)")
+    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                   help="seconds to wait for the model (default 120)")
+    p.add_argument("--rewrite", action="store_true", help="with --llm: rewrite the question "
+                   "into a search query first (shown; the original's hits stay in --json)")
+    p.add_argument("--judge", action="store_true", help="with --llm: an advisory faithfulness "
+                   "judgement of the answer (labelled advisory; it changes no verdict)")
+
+    def run(args: argparse.Namespace) -> int:
+        from ..answer import ask
+
+        with Collection.open(args.collection, args.home) as coll:
+            answer = ask(coll, args.question, mode=args.mode, top_k=args.top_k,
+                         abstain=args.abstain, alpha=args.alpha, llm=args.llm,
+                         llm_host=args.llm_host, llm_timeout=args.llm_timeout,
+                         rewrite=args.rewrite, judge=args.judge, **mode_options(args))
+        data = answer.to_dict()
+        emit(args, data, lambda: print_answer(data))
+        return 0 if data["kind"] in ("extractive", "llm") else EXIT_NO_ANSWER
+
+    return run
+
+
+def print_answer(data: dict[str, Any]) -> None:
+    """The answer, each sentence followed by where it comes from."""
+    if "rewrite" in data:
+        print(f"(searched for: {data['rewrite']['query']})")
+    if data["kind"] not in ("extractive", "llm"):
+        print(data["message"] or "no answer")
+        return
+    for n, sentence in enumerate(data["sentences"], start=1):
+        mark = "" if sentence["supported"] else "  [unsupported: no verified quote]"
+        print(f"{sentence['text']}{mark}")
+        for c in sentence["citations"]:
+            lines = (f"line {c['start_line']}" if c["start_line"] == c["end_line"]
+                     else f"lines {c['start_line']}-{c['end_line']}")
+            print(f"  [{n}] {c['collection']}:{c['path']} {lines}, chars "
+                  f"{c['start']}-{c['end']} ({c['verdict']})")
+    if "judge" in data:
+        j = data["judge"]
+        print(f"advisory judgement ({j.get('model', 'model')}): {j['verdict']} — {j['reason']}",
+              file=sys.stderr)
