@@ -154,6 +154,10 @@ class Hit:
     rank: int
     explanation: tuple[Contribution, ...] = ()
     verdict: Verdict | None = None
+    stale: bool | None = None
+    """The file's size or mtime differs from what was indexed (or it is gone): a cheap
+    hint that the span may have drifted, confirmed by content only with ``verify``.
+    ``None`` when it was not looked at."""
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -176,6 +180,7 @@ class Hit:
             "explanation": [{"retriever": e.retriever, "rank": e.rank, "score": e.score,
                              **e.detail} for e in self.explanation],
             "verdict": self.verdict.brief() if self.verdict else None,
+            "stale": self.stale,
         }
 
 

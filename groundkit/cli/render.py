@@ -47,6 +47,8 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
     for hit in hits:
         c = hit.chunk
         verdict = f"  [{hit.verdict.status.value}]" if hit.verdict else ""
+        if hit.stale and not hit.verdict:
+            verdict = "  [stale: file changed since indexing]"
         print(f"{hit.rank:>3}. {c.doc_id}:{c.start_line}-{c.end_line}  "
               f"[{c.start}, {c.end}) code points  score {hit.score:.4f}{verdict}")
         print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))

@@ -20,7 +20,7 @@ from ..retrieval.lexical import BM25Retriever
 from ..retrieval.modes import DEFAULT_MODE
 from ..retrieval.signals import TOP, Evidence
 from ..text.analysis import check_query
-from . import calibration
+from . import calibration, freshness
 from .snapshot import Snapshot
 
 MAX_TOP_K = 1000
@@ -59,9 +59,10 @@ def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,
 
 def _hits(snap: Snapshot, scored: Sequence[Scored], verify: bool) -> list[Hit]:
     stored = snap.stored_chunks([s.position for s in scored])
+    changed = freshness.stale(snap, (item.chunk.doc_id for item in stored))
     return [
         Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation,
-            verdict=snap.verify(item) if verify else None)
+            verdict=snap.verify(item) if verify else None, stale=changed[item.chunk.doc_id])
         for rank, (s, item) in enumerate(zip(scored, stored, strict=True), start=1)
     ]
 

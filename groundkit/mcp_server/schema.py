@@ -108,6 +108,10 @@ class SearchHit(_Out):
                                               "where, with what score (and, fused, what it "
                                               "contributed).")
     verdict: HitVerdict | None = Field(description="Present when verify was requested.")
+    stale: bool | None = Field(default=None, description="The file's size or mtime differs "
+                               "from what was indexed, or it is gone: a cheap hint that the "
+                               "span may have drifted (search with verify, or fetch_chunk, "
+                               "to know).")
 
 
 class GateDecision(_Out):

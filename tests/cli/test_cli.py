@@ -45,6 +45,20 @@ def test_index_then_fetch_round_trip_in_json(
     assert grk(capsys, "fetch", chunk_id)[0] == EXIT_UNRESOLVABLE
 
 
+def test_search_marks_hits_whose_file_changed_and_says_so_in_json(
+    make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = make_tree({"run.md": TEXT})
+    grk(capsys, "index", str(root), "--collection", "ops")
+    code, out, _ = grk(capsys, "search", "restart ingest", "--collection", "ops")
+    assert code == 0 and "stale" not in out
+    (root / "run.md").write_text(TEXT + "More.\n")
+    code, out, _ = grk(capsys, "search", "restart ingest", "--collection", "ops")
+    assert code == 0 and "[stale: file changed since indexing]" in out
+    code, out, _ = grk(capsys, "search", "restart ingest", "--collection", "ops", "--json")
+    assert json.loads(out)["hits"][0]["stale"] is True
+
+
 def test_collections_and_check_list_what_exists(
     make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

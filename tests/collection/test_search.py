@@ -120,3 +120,31 @@ def test_a_damaged_or_missing_derived_index_is_reported_by_check(coll: Collectio
     shutil.rmtree(coll.snapshot.generation_dir / "bm25")
     problems = coll.check()
     assert any("chunk order" in p for p in problems) and any("BM25" in p for p in problems)
+
+
+def test_a_hit_is_stale_once_its_file_changes_and_verify_still_decides(
+        coll: Collection, make_tree: TreeMaker) -> None:
+    [fresh] = coll.search("E4012")
+    assert fresh.stale is False and fresh.to_dict("k")["stale"] is False
+    path = Path(coll.snapshot.config["roots"][0]) / "codes.txt"
+    path.write_text(DOCS["codes.txt"] + "More.\n", encoding="utf-8")  # the span is intact
+    [changed] = coll.search("E4012", verify=True)
+    assert changed.stale is True and changed.verdict and changed.verdict.status is Status.VERIFIED
+    [logs] = coll.search("deployment logs kept")
+    assert logs.stale is False  # only the changed file's hits
+    path.unlink()
+    [gone] = coll.search("E4012", verify=True)
+    assert gone.stale is True and gone.verdict and gone.verdict.status is Status.UNRESOLVABLE
+
+
+def test_touching_a_file_marks_it_stale_and_a_same_size_same_mtime_rewrite_does_not(
+        coll: Collection) -> None:
+    import os
+
+    path = Path(coll.snapshot.config["roots"][0]) / "codes.txt"
+    st = path.stat()
+    path.write_text(DOCS["codes.txt"].replace("E4012", "E4013"), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert coll.search("quota")[0].stale is False  # the documented blind spot: verify sees it
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert coll.search("quota")[0].stale is True

@@ -90,6 +90,16 @@ def test_search_agrees_with_the_python_api(server: MCPServer, home: Path) -> Non
     assert [(h["chunk_id"], h["score"]) for h in out["hits"]] == api
 
 
+def test_every_hit_says_whether_its_file_changed_since_indexing(
+        server: MCPServer, root: Path) -> None:
+    [hit] = ok(server, "search", {"query": "quota", "top_k": 1})["hits"]
+    assert hit["stale"] is False
+    path = root / hit["path"]
+    path.write_text(path.read_text(encoding="utf-8") + "\nappended\n", encoding="utf-8")
+    [hit] = ok(server, "search", {"query": "quota", "top_k": 1, "verify": True})["hits"]
+    assert hit["stale"] is True and hit["verdict"]["status"] == "verified"
+
+
 def test_search_abstains_with_no_hits_when_nothing_matches(server: MCPServer) -> None:
     assert ok(server, "search", {"query": "zebra xylophone"})["hits"] == []
     assert ok(server, "search", {"query": "the of and"})["hits"] == []
