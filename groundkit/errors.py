@@ -20,6 +20,7 @@ Each class carries ``exit_code``: the CLI maps it to the process exit status
     ProviderError             6  an embedding server or model is missing or failed
     CollectionBusyError       7  another process is indexing the collection
     CalibrationError          9  no calibration for the mode, a stale one, or too few questions
+    RootMissingError         13  a watched folder is gone (``grk watch --on-missing-root exit``)
 """
 
 from __future__ import annotations
@@ -103,3 +104,9 @@ class CalibrationError(GroundkitError, RuntimeError):
     """Abstention was asked for without a usable calibration; the message says how to fix it."""
 
     exit_code = 9
+
+
+class RootMissingError(GroundkitError, FileNotFoundError):
+    """A folder ``grk watch`` watches was removed, and the watcher was told to exit."""
+
+    exit_code = 13

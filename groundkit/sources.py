@@ -137,6 +137,43 @@ def discover(
     yield from walker.walk(walker.real_root, "")
 
 
+def discover_paths(
+    root: Path,
+    relpaths: Sequence[str],
+    *,
+    include: Sequence[str] = DEFAULT_INCLUDE,
+    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    skip_dirs: Sequence[Path] = (),
+) -> Iterator[Candidate | Skipped]:
+    """:func:`discover` restricted to ``relpaths`` (files or folders under ``root``).
+
+    Each path is judged exactly as the full walk would judge it: under an excluded
+    folder or a skipped directory it yields nothing; reached through a symlink that
+    leaves ``root`` it is skipped; a folder is walked. A path that no longer exists
+    yields nothing (it was removed). Paths are visited in sorted order, each once.
+    """
+    walker = _Walker(root=root, real_root=Path(os.path.realpath(root)), include=include,
+                     exclude=exclude, max_bytes=max_bytes,
+                     skip_real={Path(os.path.realpath(p)) for p in skip_dirs})
+    wanted = set(relpaths)
+    for relpath in sorted(wanted):
+        parts = PurePosixPath(relpath).parts
+        if any("/".join(parts[:i]) in wanted for i in range(1, len(parts))):
+            continue  # a folder above it is walked anyway
+        parents = ["/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1)]
+        if not parts or any(_matches(d, exclude) for d in parents):
+            continue
+        path = walker.real_root.joinpath(*parts)
+        real = Path(os.path.realpath(path))
+        if any(real == s or real.is_relative_to(s) for s in walker.skip_real):
+            continue
+        if not os.path.lexists(path):
+            continue
+        outside = not real.is_relative_to(walker.real_root)
+        yield from walker.visit(path, relpath, outside or path.is_symlink())
+
+
 @dataclass(slots=True, kw_only=True)
 class _Walker:
     root: Path
@@ -161,8 +198,10 @@ class _Walker:
             yield from self.entry(entry, f"{rel}{entry.name}")
 
     def entry(self, entry: os.DirEntry[str], relpath: str) -> Iterator[Candidate | Skipped]:
-        path = Path(entry.path)
-        if entry.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(self.real_root):
+        yield from self.visit(Path(entry.path), relpath, entry.is_symlink())
+
+    def visit(self, path: Path, relpath: str, symlink: bool) -> Iterator[Candidate | Skipped]:
+        if symlink and not Path(os.path.realpath(path)).is_relative_to(self.real_root):
             yield Skipped(relpath, "symlink points outside the collection root")
             return
         try:

@@ -166,13 +166,30 @@ def test_unknown_chunks_collections_and_malformed_ids_are_unresolvable(
         assert verdict.status is Status.UNRESOLVABLE and reason in verdict.reason
 
 
-def test_a_citation_from_an_older_generation_still_resolves_to_drifted(
+def test_a_citation_from_an_older_generation_resolves_to_drifted_until_gc_collects_it(
     make_tree: TreeMaker, home: Path,
 ) -> None:
     root, chunk = indexed(make_tree, home, {"p.md": TEXT})
     (root / "p.md").write_text("Preface.\n\n" + TEXT)
-    for _ in range(3):
+    index("docs", IndexConfig(roots=(str(root),)), home=home)
+    assert status_of(chunk, home)[0] is Status.DRIFTED  # its generation is still kept
+    for _ in range(2):  # auto-gc keeps two generations: the chunk's goes
         index("docs", IndexConfig(roots=(str(root),)), home=home)
+    status, reason = status_of(chunk, home)
+    assert status is Status.UNRESOLVABLE and "collected by grk gc" in reason
+
+
+def test_with_auto_gc_off_an_old_citation_stays_drifted(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root = make_tree({"p.md": TEXT})
+    config = IndexConfig(roots=(str(root),), extra={"gc": {"auto": False}})
+    index("docs", config, home=home)
+    with Collection.open("docs", home) as coll:
+        chunk = coll.chunks()[0]
+    (root / "p.md").write_text("Preface.\n\n" + TEXT)
+    for _ in range(3):
+        index("docs", IndexConfig(roots=(str(root),)), home=home)  # the setting is kept
     assert status_of(chunk, home)[0] is Status.DRIFTED
 
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import GroundkitError
-from . import ask, commands, serve
+from . import ask, commands, maintenance, serve, watch
 from .registry import COMMANDS, EXIT_DRIFTED, EXIT_INTERRUPTED, EXIT_UNRESOLVABLE, Handler
 
-_LOADED = (commands, ask, serve)  # importing them registers their commands
+_LOADED = (commands, ask, maintenance, serve, watch)  # importing them registers their commands
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from ..retrieval.modes import MODES
 from ..sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
 from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
 from ..text.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
+from . import watch
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 
@@ -35,10 +36,13 @@ def _index(p: argparse.ArgumentParser) -> Handler:
             chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap),
             extra={"analyzer": Analyzer.preset(args.analyzer).to_dict(),
                    "bm25": BM25Params(k1=args.k1, b=args.b).to_dict(),
-                   **_embedding(args)},
+                   **_embedding(args), **_gc_settings(args)},
         )
         with ProgressBar("indexing") as bar:
             report = index(args.collection, config, home=args.home, progress=bar.update)
+        if args.watch:
+            watch.announce(args, report)
+            return watch.watch(args, args.collection)
         data = report.to_dict()
 
         def human() -> None:
@@ -80,6 +84,23 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    "only new chunks are embedded on re-index")
     p.add_argument("--ollama-host", metavar="URL",
                    help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
+    p.add_argument("--watch", action="store_true",
+                   help="after indexing, keep re-indexing as files change (as grk watch; "
+                   "with --json, event lines)")
+    watch.watch_arguments(p)
+    p.add_argument("--keep-generations", type=int, metavar="N",
+                   help="generations garbage collection keeps, the current one included "
+                   "(default: as recorded, else 2)")
+    p.add_argument("--auto-gc", action=argparse.BooleanOptionalAction, default=None,
+                   help="collect old generations and their chunk rows after each publish "
+                   "(default: as recorded, else on)")
+
+
+def _gc_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Only the gc settings given: the indexer keeps the recorded ones for the rest."""
+    given = {"keep": args.keep_generations, "auto": args.auto_gc}
+    chosen = {k: v for k, v in given.items() if v is not None}
+    return {"gc": chosen} if chosen else {}
 
 
 def _embedding(args: argparse.Namespace) -> dict[str, Any]:
@@ -146,6 +167,11 @@ def _print_status(results: list[dict[str, Any]]) -> None:
         print(f"  chunker: {s['chunker']}")
         if s.get("analyzer"):
             print(f"  analyzer: {s['analyzer']}")
+        if s.get("reclaimable"):
+            r = s["reclaimable"]
+            print(f"  reclaimable by grk gc: about {r['total_bytes'] / 1_048_576:.1f} MiB "
+                  f"({len(r['generations'])} old generations, about {r['chunk_rows']} chunk "
+                  f"rows, {r['free_bytes'] / 1_048_576:.1f} MiB free pages)")
         for c in s["calibrations"]:
             state = f"STALE: {c['stale']}" if c["stale"] else "current"
             print(f"  calibrated {c['mode']}: n0 = {c['n0']}, alpha = {c['alpha']:g}, "

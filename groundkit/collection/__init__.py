@@ -13,7 +13,8 @@ return the same results in the same order with the same scores::
 
 Inside: :mod:`.home` (where collections live), :mod:`.indexer` and
 :mod:`.ingest` (building generations), :mod:`.derived` (their indexes),
-:mod:`.snapshot` (one generation, opened), :mod:`.search` and :mod:`.status`.
+:mod:`.snapshot` (one generation, opened), :mod:`.search`, :mod:`.status` and
+:mod:`.gc` (removing generations and chunk rows nothing retained references).
 """
 
 from __future__ import annotations
@@ -22,14 +23,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import store
 from ..errors import ChunkNotFoundError, CollectionNotFoundError, InvalidSpanError
 from ..model import Chunk, Hit, Verdict, split_chunk_id
 from ..retrieval.gate import ALPHA, Calibration, Decision
 from ..verify import unresolvable
-from . import calibration
+from . import calibration, gc
 from .derived import default_builders
+from .gc import GcReport, Reclaimable
 from .home import Home, collection_dir, list_collections, resolve_home
-from .indexer import DerivedBuilder, IndexConfig, IndexReport, Progress, index_collection
+from .indexer import (
+    DerivedBuilder,
+    IndexConfig,
+    IndexReport,
+    Progress,
+    exclusive,
+    index_collection,
+)
 from .search import MAX_TOP_K, SearchResult, decide, search, search_or_abstain
 from .snapshot import Snapshot
 from .status import CollectionStatus, collection_status
@@ -51,6 +61,33 @@ def index(
     chosen = default_builders(progress) if builders is None else builders
     return index_collection(name, collection_dir(name, home), config, builders=chosen,
                             progress=progress, skip_dirs=(resolve_home(home),))
+
+
+def collect_garbage(name: str, *, home: Home = None, keep: int | None = None,
+                    vacuum: bool = False) -> GcReport:
+    """Remove what no retained generation of ``name`` references (``grk gc``).
+
+    ``keep`` (default: the setting recorded with the current generation, 2) is how
+    many generations to keep, the current one included; generations open readers
+    hold are kept too. Refused (:class:`~groundkit.errors.CollectionBusyError`)
+    while an indexer runs. ``vacuum`` also rewrites the store file to return its
+    free pages to the filesystem.
+    """
+    directory = collection_dir(name, home)
+    if not (directory / store.STORE_FILE).is_file():
+        raise CollectionNotFoundError(f"no collection named {name!r} in {resolve_home(home)}")
+    with exclusive(directory):
+        conn = store.connect(directory)
+        try:
+            if keep is None:
+                keep = gc.recorded_settings(conn, store.current_generation(conn))["keep"]
+            return gc.collect(conn, directory, keep=keep, checkpoint=True, vacuum=vacuum)
+        finally:
+            conn.close()
+
+
+UNKNOWN_CHUNK = ("unknown chunk id: no such chunk in the store (never indexed, or collected "
+                 "by grk gc after its generation was retired); search again")
 
 
 class Collection:
@@ -117,7 +154,7 @@ class Collection:
             return unresolvable(chunk_id, f"chunk belongs to collection {owner!r}")
         stored = self.snapshot.lookup(chunk_id)
         if stored is None:
-            return unresolvable(chunk_id, "unknown chunk id")
+            return unresolvable(chunk_id, UNKNOWN_CHUNK)
         return self.snapshot.verify(stored)
 
     def chunk(self, chunk_id: str) -> Chunk:
@@ -153,7 +190,7 @@ def fetch_chunk(chunk_id: str, home: Home = None) -> Verdict:
 
 
 __all__ = [
-    "MAX_TOP_K", "Collection", "CollectionStatus", "Decision", "IndexConfig", "IndexReport",
-    "SearchResult", "Snapshot",
-    "collection_dir", "fetch_chunk", "index", "list_collections", "resolve_home",
+    "MAX_TOP_K", "Collection", "CollectionStatus", "Decision", "GcReport", "IndexConfig",
+    "IndexReport", "Reclaimable", "SearchResult", "Snapshot",
+    "collect_garbage", "collection_dir", "fetch_chunk", "index", "list_collections", "resolve_home",
 ]

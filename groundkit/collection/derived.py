@@ -65,11 +65,53 @@ def build_rowids(conn: sqlite3.Connection, generation: int, gen_dir: Path,
     os.replace(tmp, gen_dir / ROWIDS)
 
 
+UPDATE_AT_MOST = 0.25
+"""Update the previous BM25 index (rather than build anew) when at most this share of the
+generation's chunks is new: beyond it a full build is as fast."""
+
+
 def build_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
                settings: dict[str, Any]) -> None:
-    texts = (c.text for c in store.iter_generation_chunks(conn, generation))
-    index = BM25Index.build_from_texts(texts, analyzer_of(settings), bm25_params_of(settings))
+    index = _updated_bm25(conn, generation, settings, gen_dir.parent)
+    if index is None:
+        texts = (c.text for c in store.iter_generation_chunks(conn, generation))
+        index = BM25Index.build_from_texts(texts, analyzer_of(settings),
+                                           bm25_params_of(settings))
     index.save(gen_dir / BM25, stamp(settings, generation))
+
+
+def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str, Any],
+                  directory: Path) -> BM25Index | None:
+    """The previous generation's index updated for this one's chunks, when that pays.
+
+    Equal to a full build, array for array (:mod:`groundkit.retrieval.bm25_update`);
+    ``None`` (build anew) without a usable previous index or when much changed.
+    """
+    from ..retrieval.bm25_update import updated
+
+    previous = store.current_generation(conn)
+    if previous is None:
+        return None
+    old_settings = store.generation_config(conn, previous)
+    if (analyzer_of(old_settings) != analyzer_of(settings)
+            or bm25_params_of(old_settings) != bm25_params_of(settings)):
+        return None
+    new_rowids = np.asarray(store.generation_rowids(conn, generation), dtype=np.int64)
+    old_rowids = np.asarray(store.generation_rowids(conn, previous), dtype=np.int64)
+    sorter = np.argsort(new_rowids)
+    at = np.searchsorted(new_rowids, old_rowids, sorter=sorter).clip(0, max(len(sorter) - 1, 0))
+    hit = new_rowids[sorter[at]] == old_rowids if len(sorter) else np.zeros(0, dtype=bool)
+    old_to_new = np.where(hit, sorter[at] if len(sorter) else 0, -1)
+    added = np.setdiff1d(np.arange(len(new_rowids)), old_to_new[old_to_new >= 0])
+    if len(added) > UPDATE_AT_MOST * max(len(new_rowids), 1):
+        return None
+    try:
+        index = load_bm25(directory / f"gen-{previous}", old_settings, previous,
+                          len(old_rowids), str(settings.get("name", "")))
+    except GroundkitError:
+        return None  # nothing reusable: build anew
+    texts = [c.chunk.text for c in store.chunks_by_rowid(conn, new_rowids[added].tolist())]
+    return updated(index, old_to_new, added, texts)
 
 
 def vector_builder(progress: Progress | None = None) -> DerivedBuilder:

@@ -16,14 +16,13 @@ from pathlib import Path
 
 from .snapshot import Snapshot
 
-_MEMO = "freshness:documents"
-
 
 def stale(snap: Snapshot, doc_ids: Iterable[str]) -> dict[str, bool]:
     """``doc_id -> stale`` for each of ``doc_ids`` (see the module docstring)."""
-    recorded = _recorded(snap)
+    wanted = list(dict.fromkeys(doc_ids))
+    recorded = _recorded(snap, wanted)
     out = {}
-    for doc_id in dict.fromkeys(doc_ids):
+    for doc_id in wanted:
         known = recorded.get(doc_id)
         if known is None:
             out[doc_id] = True
@@ -38,13 +37,16 @@ def stale(snap: Snapshot, doc_ids: Iterable[str]) -> dict[str, bool]:
     return out
 
 
-def _recorded(snap: Snapshot) -> dict[str, tuple[Path, int, int]]:
-    """The generation's documents: path on disk, size and mtime as indexed (memoised)."""
-    if _MEMO not in snap.memo:
-        rows = snap.conn.execute(
-            "SELECT doc_id, root, relpath, size, mtime_ns FROM documents WHERE generation = ?",
-            (snap.generation,))
-        snap.memo[_MEMO] = {doc: (Path(root) / rel, size, mtime)
-                            for doc, root, rel, size, mtime in rows}
-    recorded: dict[str, tuple[Path, int, int]] = snap.memo[_MEMO]
-    return recorded
+def _recorded(snap: Snapshot, doc_ids: list[str]) -> dict[str, tuple[Path, int, int]]:
+    """Path on disk, size and mtime as recorded now for the generation's ``doc_ids``.
+
+    Read on every call (a primary-key lookup per document), so a watcher that found a
+    touched file unchanged and refreshed its recorded mtime clears the flag at once.
+    """
+    if not doc_ids:
+        return {}
+    marks = ",".join("?" * len(doc_ids))
+    rows = snap.conn.execute(
+        "SELECT doc_id, root, relpath, size, mtime_ns FROM documents "
+        f"WHERE generation = ? AND doc_id IN ({marks})", (snap.generation, *doc_ids))
+    return {doc: (Path(root) / rel, size, mtime) for doc, root, rel, size, mtime in rows}

@@ -32,7 +32,7 @@ from ..sources import (
     discover,
 )
 from ..text.chunking import ChunkerConfig
-from . import ingest
+from . import gc, incremental, ingest
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, path)`` — called once per file."""
@@ -40,7 +40,10 @@ Progress = Callable[[int, int, str], None]
 DerivedBuilder = Callable[[sqlite3.Connection, int, Path, dict[str, Any]], None]
 """``build(conn, generation, generation_dir, config)`` — writes one derived index."""
 
-KEEP_GENERATIONS = 2
+KEEP_GENERATIONS = gc.KEEP_GENERATIONS
+
+SMALL_RUN = 64
+"""A dirty run with fewer files than this chunks them in-process (no worker start-up)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +70,15 @@ class IndexConfig:
             "chunker": self.chunker.to_dict(), **self.extra,
         }
 
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> IndexConfig:
+        """The configuration a generation was built with (its recorded settings)."""
+        own = {"roots", "include", "exclude", "max_bytes", "chunker", "name"}
+        return cls(roots=tuple(settings["roots"]), include=tuple(settings["include"]),
+                   exclude=tuple(settings["exclude"]), max_bytes=int(settings["max_bytes"]),
+                   chunker=ChunkerConfig(**settings["chunker"]),
+                   extra={k: v for k, v in settings.items() if k not in own})
+
 
 @dataclass(slots=True)
 class IndexReport:
@@ -81,10 +93,14 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
     bytes_read: int = 0
+    published: bool = True
+    """False when a run restricted to dirty paths found nothing to change: no new
+    generation (``generation`` is the current one)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "collection": self.collection, "generation": self.generation,
+            "published": self.published,
             "added": self.added, "changed": self.changed, "removed": self.removed,
             "unchanged": self.unchanged, "chunks": self.chunks, "bytes_read": self.bytes_read,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
@@ -135,6 +151,8 @@ def index_collection(
     progress: Progress | None = None,
     skip_dirs: Sequence[Path] = (),
     workers: int | None = None,
+    dirty: Sequence[str] | None = None,
+    publish_unchanged: bool = True,
 ) -> IndexReport:
     """Index ``config.roots`` into the collection at ``directory``; publish atomically.
 
@@ -142,6 +160,12 @@ def index_collection(
     groundkit home so an index inside a root does not index itself.
     ``workers`` processes decode and chunk changed files (default: one fewer
     than the cores, at least one); the result is identical whatever the number.
+    ``dirty`` (absolute paths of files or folders) restricts the run to what
+    changed there, carrying everything else over unread
+    (:mod:`~groundkit.collection.incremental`); a full run happens anyway when
+    there is no previous generation or the settings changed. With
+    ``publish_unchanged=False`` a run that finds nothing added, changed, removed or
+    newly skipped publishes nothing (:attr:`IndexReport.published` is false).
     """
     # The main process writes SQLite while workers chunk; on two cores that measured
     # no faster than one process (bench/bench_index.py), so one core is kept for it.
@@ -154,11 +178,12 @@ def index_collection(
         conn = store.connect(directory)
         try:
             return _run(name, directory, conn, config, roots, builders, progress,
-                        (directory, *skip_dirs), workers)
+                        (directory, *skip_dirs), workers, dirty, publish_unchanged)
         finally:
             conn.close()
 
 
+# long: the pipeline's steps in order (plan, discover, ingest, build, publish), read top down
 def _run(
     name: str,
     directory: Path,
@@ -169,10 +194,16 @@ def _run(
     progress: Progress | None,
     skip_dirs: tuple[Path, ...],
     workers: int,
+    dirty: Sequence[str] | None,
+    publish_unchanged: bool,
 ) -> IndexReport:
     _clear_unpublished(conn, directory)
     previous = store.current_generation(conn)
     settings = {**config.to_dict(), "roots": list(roots), "name": name}
+    # gc settings: as given, else as recorded with the previous generation, else defaults.
+    settings["gc"] = gc.settings(
+        None if previous is None else store.generation_config(conn, previous).get("gc"),
+        config.extra.get("gc"))
     with store.transaction(conn):
         store.set_meta(conn, "name", name)
         cur = conn.execute(
@@ -183,8 +214,20 @@ def _run(
     generation = int(cur.lastrowid or 0)
     report = IndexReport(collection=name, generation=generation)
     reusable = _reusable(conn, previous, settings)
-    candidates = _discover_all(roots, config, skip_dirs, report)
+    plan = _incremental_plan(conn, previous, settings, roots, dirty)
+    if plan is None:
+        candidates = _discover_all(roots, config, skip_dirs, report)
+    else:
+        candidates = incremental.discover_dirty(
+            plan, include=config.include, exclude=config.exclude, max_bytes=config.max_bytes,
+            skip_dirs=skip_dirs, skipped=report.skipped)
+        workers = 1 if len(candidates) < SMALL_RUN else workers
     with store.transaction(conn), ingest.worker_pool(workers) as pool:
+        dirty_ids = None
+        if plan is not None and previous is not None:
+            dirty_ids = plan.doc_ids()
+            report.unchanged, report.chunks = incremental.carry_clean(
+                conn, previous, generation, dirty_ids)
         jobs = ingest.read_jobs(candidates, config.max_bytes, reusable, report.skipped)
         for i, done in enumerate(ingest.prepared_in_order(pool, jobs, name, config.chunker)):
             if progress:
@@ -192,21 +235,39 @@ def _run(
             report.bytes_read += len(done.job.data)
             _store_file(conn, generation, done, reusable, report)
         seen = {label + c.relpath for label, c in candidates}
-        report.removed = sum(1 for doc_id in reusable if doc_id not in seen)
+        report.removed = sum(1 for doc_id in reusable if doc_id not in seen
+                             and (dirty_ids is None or incremental.under(doc_id, dirty_ids)))
         conn.executemany(
             "INSERT INTO skipped (generation, path, reason) VALUES (?, ?, ?)",
             [(generation, s.path, s.reason) for s in report.skipped],
         )
     if progress:
         progress(len(candidates), len(candidates), "")
+    if not publish_unchanged and _same_as(conn, previous, generation, report):
+        assert previous is not None
+        return _discard(conn, directory, generation, previous, report)
     gen_dir = generation_dir(directory, generation)
     shutil.rmtree(gen_dir, ignore_errors=True)
     gen_dir.mkdir(parents=True)
     for build in builders:
         build(conn, generation, gen_dir, settings)
     _publish(conn, generation, report)
-    _prune(conn, directory, generation)
+    if settings["gc"]["auto"]:
+        gc.collect(conn, directory, keep=settings["gc"]["keep"])
     return report
+
+
+def _incremental_plan(
+    conn: sqlite3.Connection, previous: int | None, settings: dict[str, Any],
+    roots: tuple[str, ...], dirty: Sequence[str] | None,
+) -> incremental.Dirty | None:
+    """The dirty paths to look at, or ``None`` for a full run (see ``index_collection``)."""
+    if dirty is None or previous is None:
+        return None
+    old = store.generation_config(conn, previous)
+    if any(old.get(k) != v for k, v in settings.items() if k != "gc"):
+        return None
+    return incremental.classify(roots, root_labels(roots), dirty)
 
 
 def _reusable(
@@ -288,6 +349,36 @@ def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport) -> 
         store.set_meta(conn, "current_generation", generation)
 
 
+def _same_as(conn: sqlite3.Connection, previous: int | None, generation: int,
+             report: IndexReport) -> bool:
+    """Whether the new generation holds what ``previous`` holds (documents and skips)."""
+    if previous is None or report.added or report.changed or report.removed:
+        return False
+    skips = "SELECT path, reason FROM skipped WHERE generation = ?"
+    return (set(conn.execute(skips, (previous,))) == set(conn.execute(skips, (generation,))))
+
+
+def _discard(conn: sqlite3.Connection, directory: Path, generation: int, previous: int,
+             report: IndexReport) -> IndexReport:
+    """Drop a generation that changes nothing; keep the current one, with fresh mtimes.
+
+    The dirty files were re-read and hashed unchanged (a ``touch``, a save without an
+    edit), so their recorded modification times are brought up to date: the
+    ``stale`` hint is about the file on disk, and it now matches what is indexed.
+    """
+    with store.transaction(conn):
+        conn.execute(
+            "UPDATE documents SET mtime_ns = (SELECT n.mtime_ns FROM documents n "
+            "WHERE n.generation = ? AND n.doc_id = documents.doc_id) "
+            "WHERE generation = ? AND doc_id IN (SELECT doc_id FROM documents n "
+            "WHERE n.generation = ? AND n.mtime_ns != ("
+            "SELECT o.mtime_ns FROM documents o WHERE o.generation = ? AND o.doc_id = n.doc_id))",
+            (generation, previous, generation, previous))
+    _clear_unpublished(conn, directory)
+    report.generation, report.published = previous, False
+    return report
+
+
 def _clear_unpublished(conn: sqlite3.Connection, directory: Path) -> None:
     """Remove what a killed indexer left: unpublished generations and their files."""
     stale = [r[0] for r in conn.execute("SELECT id FROM generations WHERE state = 'building'")]
@@ -299,19 +390,3 @@ def _clear_unpublished(conn: sqlite3.Connection, directory: Path) -> None:
     for gen in stale:
         shutil.rmtree(generation_dir(directory, gen), ignore_errors=True)
 
-
-def _prune(conn: sqlite3.Connection, directory: Path, current: int) -> None:
-    """Keep the last generations' rows and files; readers may still hold the previous one."""
-    old = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM generations WHERE state = 'retired' AND id <= ?",
-            (current - KEEP_GENERATIONS,),
-        )
-    ]
-    with store.transaction(conn):
-        for gen in old:
-            for table in ("generation_chunks", "documents", "skipped"):
-                conn.execute(f"DELETE FROM {table} WHERE generation = ?", (gen,))
-    for gen in old:
-        shutil.rmtree(generation_dir(directory, gen), ignore_errors=True)

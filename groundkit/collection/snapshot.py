@@ -7,10 +7,15 @@ first use and kept; each load checks the generation stamp and fails closed
 (:class:`~groundkit.errors.IndexMismatchError`). It implements the retrieval
 layer's :class:`~groundkit.retrieval.base.Resources`, and it is the one place a
 citation is verified, with the collection's own size limit.
+
+While open it holds a shared ``flock`` on its ``gen-<N>/`` folder, so garbage
+collection (:mod:`.gc`) keeps that generation until :meth:`Snapshot.close`.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import cached_property, wraps
@@ -21,7 +26,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import store
-from ..errors import CollectionNotFoundError, GroundkitError, IndexMismatchError
+from ..errors import (
+    CollectionBusyError,
+    CollectionNotFoundError,
+    GroundkitError,
+    IndexMismatchError,
+)
 from ..model import Chunk, Verdict
 from ..sources import DEFAULT_MAX_BYTES
 from ..verify import verify
@@ -36,6 +46,29 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
+OPEN_ATTEMPTS = 5
+
+
+def _pin(folder: Path) -> int | None:
+    """A descriptor of ``folder`` holding a shared flock, or None when it cannot be opened.
+
+    A missing or unreadable folder is left to the loaders, which fail with a clear error.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while gc is removing this generation
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _still_stored(conn: sqlite3.Connection, generation: int) -> bool:
+    row = conn.execute("SELECT 1 FROM generations WHERE id = ?", (generation,)).fetchone()
+    return row is not None
 
 
 def once(method: Callable[[Snapshot], T]) -> Callable[[Snapshot], T]:
@@ -55,11 +88,13 @@ class Snapshot:
     """A read-only handle on one generation (see the module docstring)."""
 
     def __init__(self, name: str, directory: Path, conn: sqlite3.Connection,
-                 generation: int) -> None:
+                 generation: int, pin: int | None = None) -> None:
         self.name = name
         self.directory = directory
         self.conn = conn
         self.generation = generation
+        self._pin = pin
+        """A descriptor of ``gen-<N>/`` holding a shared flock: gc leaves the generation be."""
         self._vectors: dict[EmbeddingIdentity | None, VectorStore] = {}
         self.memo: dict[str, Any] = {}
         """Values derived from this generation by the modules that own them, by their key."""
@@ -73,17 +108,37 @@ class Snapshot:
                 f"no collection named {name!r} in {resolve_home(home)} (known: {known}); "
                 f"create it with: grk index PATH --collection {name}"
             )
-        conn = store.connect(directory, readonly=True)
-        generation = store.current_generation(conn)
-        if generation is None:
+        for _ in range(OPEN_ATTEMPTS):
+            conn, pin = store.connect(directory, readonly=True), None
+            try:
+                generation = store.current_generation(conn)
+                if generation is None:
+                    raise CollectionNotFoundError(
+                        f"collection {name!r} has no published generation yet")
+                pin = _pin(directory / f"gen-{generation}")
+                if _still_stored(conn, generation):
+                    return cls(name, directory, conn, generation, pin)
+            except BaseException:
+                if pin is not None:
+                    os.close(pin)
+                conn.close()
+                raise
+            # Collected between reading current_generation and pinning it: read again.
+            if pin is not None:
+                os.close(pin)
             conn.close()
-            raise CollectionNotFoundError(f"collection {name!r} has no published generation yet")
-        return cls(name, directory, conn, generation)
+        raise CollectionBusyError(
+            f"collection {name!r} kept being re-indexed and collected while opening it; "
+            "try again")
 
     def close(self) -> None:
+        """Release the connection and the generation (gc may then remove it); idempotent."""
         if "_query_embedder" in self.__dict__:
             self.query_embedder().close()
         self.conn.close()
+        pin, self._pin = self._pin, None
+        if pin is not None:
+            os.close(pin)
 
     # -- the generation -------------------------------------------------------------
 

@@ -19,7 +19,8 @@ from ..retrieval.gate import Calibration
 from ..retrieval.modes import MODES
 from ..sources import Candidate, discover
 from ..verify import Unreadable, read_inside
-from . import calibration
+from . import calibration, gc
+from .gc import Reclaimable
 from .indexer import root_labels
 from .snapshot import Snapshot
 
@@ -71,6 +72,10 @@ class CollectionStatus:
     calibrations: tuple[CalibrationInfo, ...] = ()
     changed_since_indexing: Changes | None = None
     """``None`` unless changes were looked for."""
+    gc: dict[str, Any] | None = None
+    """The garbage collection settings recorded with the generation (``auto``, ``keep``)."""
+    reclaimable: Reclaimable | None = None
+    """About what ``grk gc`` would free now (``None`` when not computed)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable form (``grk status --json``)."""
@@ -78,6 +83,7 @@ class CollectionStatus:
         out["roots"] = list(self.roots)
         out["skipped"] = [asdict(s) for s in self.skipped]
         out["calibrations"] = [asdict(c) for c in self.calibrations]
+        out["reclaimable"] = None if self.reclaimable is None else self.reclaimable.to_dict()
         if self.changed_since_indexing is None:
             del out["changed_since_indexing"]
         else:
@@ -102,7 +108,9 @@ def collection_status(snap: Snapshot, *, changes: bool = True) -> CollectionStat
         analyzer=config.get("analyzer"), bm25=config.get("bm25"),
         embedding=config.get("embedding"), last_run=json.loads(stats) if stats else None,
         skipped=skipped, calibrations=_calibrations(snap),
-        changed_since_indexing=_changes(snap, documents, skipped) if changes else None)
+        changed_since_indexing=_changes(snap, documents, skipped) if changes else None,
+        gc=(collecting := gc.settings(config.get("gc"), None)),
+        reclaimable=gc.reclaimable(conn, snap.directory, collecting["keep"]))
 
 
 def _calibrations(snap: Snapshot) -> tuple[CalibrationInfo, ...]:

@@ -1,0 +1,174 @@
+"""``grk serve`` over HTTP answering continuously while ``grk watch`` re-indexes under a
+scripted stream of edits: real processes, real inotify, real SQLite.
+
+Every call must succeed; every hit must verify or honestly drift (edits are atomic
+saves, so no file is ever missing or half-written); the generation served only moves
+forward and the server notices each move; with gc off every returned chunk is a member
+of a generation that was published, never of one still being built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from groundkit.collection import IndexConfig, index
+
+pytest.importorskip("watchdog")
+
+REPO = Path(__file__).resolve().parents[2]
+TOKEN = "moving-index-token-0123456789"
+DOCS = 40
+SECONDS = 6.0
+
+
+def _doc(i: int, version: int) -> str:
+    return (f"# Note {i}\n\nRevision {version} of note {i}: the shared topic of lighthouses, "
+            f"with marker m{i:02d}v{version} and words about keepers and lamps.\n") * 3
+
+
+def _line(stream: IO[bytes], deadline: float) -> str:
+    ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
+    assert ready, "timed out waiting for a child process"
+    return stream.readline().decode()
+
+
+@pytest.fixture
+def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path, Path]]:
+    """(url, docs root, home): an HTTP server and a watcher over one collection."""
+    root, home = tmp_path / "docs", tmp_path / "home"
+    root.mkdir()
+    for i in range(DOCS):
+        (root / f"n{i:02d}.md").write_text(_doc(i, 0))
+    extra = {} if request.param else {"gc": {"auto": False}}
+    index("k", IndexConfig(roots=(str(root),), extra=extra), home=home)
+    env = {**os.environ, "GRK_TEST_TOKEN": TOKEN, "GROUNDKIT_HOME": str(home)}
+    base = [sys.executable, "-m", "groundkit"]
+    server = subprocess.Popen(
+        [*base, "serve", "--transport", "http", "--port", "0", "--token-env", "GRK_TEST_TOKEN"],
+        cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
+    watcher = subprocess.Popen([*base, "watch", "-c", "k", "--json", "--debounce", "0.05"],
+                               cwd=REPO, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    assert server.stderr and watcher.stdout
+    try:
+        deadline, line = time.monotonic() + 60, ""
+        while "streamable HTTP at http://127.0.0.1:" not in line:
+            line = _line(server.stderr, deadline)
+            assert line, "grk serve exited"
+        url = line.split(" at ")[1].split()[0]
+        lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in watcher.stdout],  # type: ignore
+                         daemon=True).start()
+        while '"watching"' not in line:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic())).decode()
+        yield url, root, home
+    finally:
+        for proc in (server, watcher):
+            proc.send_signal(signal.SIGTERM)
+        for proc in (server, watcher):
+            try:
+                proc.wait(timeout=20)
+            finally:
+                proc.kill()
+                proc.wait()
+                for stream in (proc.stdout, proc.stderr):
+                    if stream:
+                        stream.close()
+
+
+def _edits(root: Path, stop: threading.Event, done: list[int]) -> None:
+    """Atomic saves (write a temporary file, rename it over the note), every 40 ms."""
+    rng = random.Random(20261201)
+    version = 0
+    while not stop.is_set():
+        version += 1
+        i = rng.randrange(DOCS)
+        tmp = root / f".n{i:02d}.md.swp"
+        tmp.write_text(_doc(i, version))
+        os.replace(tmp, root / f"n{i:02d}.md")
+        done.append(version)
+        stop.wait(0.04)
+
+
+async def _calls(url: str, seconds: float) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http)) as client):
+        end = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+            query = f"lighthouse keepers m{n % DOCS:02d}"
+            found = await client.call_tool("search", {"query": query, "top_k": 5, "verify": True})
+            status = await client.call_tool("index_status",
+                                            {"collection": "k", "check_changes": False})
+            results.append({"search_error": found.is_error, "status_error": status.is_error,
+                            "search": found.structured_content,
+                            "status": status.structured_content})
+    return results
+
+
+@pytest.mark.parametrize("served", [True, False], ids=["gc-on", "gc-off"], indirect=True)
+def test_http_answers_continuously_while_a_watcher_publishes_generations(
+        served: tuple[str, Path, Path]) -> None:
+    url, root, home = served
+    stop, done = threading.Event(), []
+    editor = threading.Thread(target=_edits, args=(root, stop, done))
+    editor.start()
+    try:
+        results = anyio.run(_calls, url, SECONDS)
+    finally:
+        stop.set()
+        editor.join()
+    assert len(results) >= 20 and len(done) >= 50
+    assert not any(r["search_error"] or r["status_error"] for r in results), [
+        r for r in results if r["search_error"] or r["status_error"]][:2]
+    verdicts = [h["verdict"]["status"] for r in results for h in r["search"]["hits"]]
+    assert verdicts and set(verdicts) <= {"verified", "drifted"}
+    served_generations = [r["status"]["retriever"]["serving_generation"] for r in results]
+    assert served_generations == sorted(served_generations)  # only forward
+    assert len(set(served_generations)) >= 3
+    last = results[-1]["status"]["retriever"]
+    assert last["generation_changes"] >= len(set(served_generations)) - 1
+    _members_of_published_generations(home, results)
+
+
+def _members_of_published_generations(home: Path, results: list[dict[str, Any]]) -> None:
+    """With gc off every chunk row survives: each hit's chunk must belong to a generation
+    that was published (never one still building)."""
+    conn = sqlite3.connect(home / "collections" / "k" / "store.sqlite3")
+    try:
+        config = json.loads(conn.execute(
+            "SELECT config FROM generations ORDER BY id DESC LIMIT 1").fetchone()[0])
+        if config.get("gc", {}).get("auto", True):
+            return
+        for r in results:
+            for hit in r["search"]["hits"]:
+                states = {s for (s,) in conn.execute(
+                    "SELECT gen.state FROM chunks c JOIN generation_chunks g "
+                    "ON g.chunk_rowid = c.rowid JOIN generations gen ON gen.id = g.generation "
+                    "WHERE c.chunk_id = ?", (hit["chunk_id"],))}
+                assert states & {"published", "retired"}, (hit["chunk_id"], states)
+    finally:
+        conn.close()
