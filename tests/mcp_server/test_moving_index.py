@@ -1,5 +1,5 @@
-"""``grk serve`` over HTTP answering continuously while ``grk watch`` re-indexes under a
-scripted stream of edits: real processes, real inotify, real SQLite.
+"""``grk serve`` (HTTP, and stdio) answering continuously while ``grk watch`` re-indexes
+under a scripted stream of edits: real processes, real inotify, real SQLite.
 
 Every call must succeed; every hit must verify or honestly drift (edits are atomic
 saves, so no file is ever missing or half-written); the generation served only moves
@@ -20,7 +20,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +29,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from groundkit.collection import IndexConfig, index
@@ -52,48 +54,59 @@ def _line(stream: IO[bytes], deadline: float) -> str:
 
 
 @pytest.fixture
-def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path, Path]]:
-    """(url, docs root, home): an HTTP server and a watcher over one collection."""
+def served(tmp_path: Path,
+           request: pytest.FixtureRequest) -> Iterator[tuple[str | None, Path, dict[str, str]]]:
+    """(url, docs root, environment): a watcher over one collection and, for HTTP, a server
+    (over stdio the client starts its own)."""
+    transport, gc = request.param
     root, home = tmp_path / "docs", tmp_path / "home"
     root.mkdir()
     for i in range(DOCS):
         (root / f"n{i:02d}.md").write_text(_doc(i, 0))
-    extra = {} if request.param else {"gc": {"auto": False}}
+    extra = {} if gc else {"gc": {"auto": False}}
     index("k", IndexConfig(roots=(str(root),), extra=extra), home=home)
     env = {**os.environ, "GRK_TEST_TOKEN": TOKEN, "GROUNDKIT_HOME": str(home)}
-    base = [sys.executable, "-m", "groundkit"]
-    server = subprocess.Popen(
-        [*base, "serve", "--transport", "http", "--port", "0", "--token-env", "GRK_TEST_TOKEN"],
-        cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
-    watcher = subprocess.Popen([*base, "watch", "-c", "k", "--json", "--debounce", "0.05"],
-                               cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    assert server.stderr and watcher.stdout
-    try:
-        deadline, line = time.monotonic() + 60, ""
-        while "streamable HTTP at http://127.0.0.1:" not in line:
-            line = _line(server.stderr, deadline)
-            assert line, "grk serve exited"
-        url = line.split(" at ")[1].split()[0]
+    deadline = time.monotonic() + 60
+    with _process(["watch", "-c", "k", "--json", "--debounce", "0.05"], env,
+                  stdout=subprocess.PIPE) as watcher:
+        assert watcher.stdout
         lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=lambda: [lines.put(x) for x in watcher.stdout],  # type: ignore
                          daemon=True).start()
-        while '"watching"' not in line:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic())).decode()
-        yield url, root, home
+        while b'"watching"' not in lines.get(timeout=max(0.1, deadline - time.monotonic())):
+            pass
+        if transport == "stdio":
+            yield None, root, env
+            return
+        with _process(["serve", "--transport", "http", "--port", "0",
+                       "--token-env", "GRK_TEST_TOKEN"], env, stderr=subprocess.PIPE) as server:
+            assert server.stderr
+            line = ""
+            while "streamable HTTP at http://127.0.0.1:" not in line:
+                line = _line(server.stderr, deadline)
+                assert line, "grk serve exited"
+            yield line.split(" at ")[1].split()[0], root, env
+
+
+@contextmanager
+def _process(argv: list[str], env: dict[str, str],
+             **pipes: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """``grk ARGV`` as a child process, stopped with SIGTERM (then killed) at the end."""
+    proc = subprocess.Popen([sys.executable, "-m", "groundkit", *argv], cwd=REPO, env=env,
+                            stdin=subprocess.DEVNULL, **{"stdout": subprocess.DEVNULL,
+                                                         "stderr": subprocess.DEVNULL, **pipes})
+    try:
+        yield proc
     finally:
-        for proc in (server, watcher):
-            proc.send_signal(signal.SIGTERM)
-        for proc in (server, watcher):
-            try:
-                proc.wait(timeout=20)
-            finally:
-                proc.kill()
-                proc.wait()
-                for stream in (proc.stdout, proc.stderr):
-                    if stream:
-                        stream.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        finally:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream:
+                    stream.close()
 
 
 def _edits(root: Path, stop: threading.Event, done: list[int]) -> None:
@@ -110,11 +123,25 @@ def _edits(root: Path, stop: threading.Event, done: list[int]) -> None:
         stop.wait(0.04)
 
 
-async def _calls(url: str, seconds: float) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
+@asynccontextmanager
+async def _client(url: str | None, env: dict[str, str]) -> AsyncIterator[Client]:
+    """An SDK client over HTTP to ``url``, or over stdio to a ``grk serve`` it starts."""
+    if url is None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "groundkit", "serve"],
+                                       cwd=REPO, env=env)
+        with open(os.devnull, "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                yield client
+        return
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
                 Client(streamable_http_client(url, http_client=http)) as client):
+        yield client
+
+
+async def _calls(url: str | None, env: dict[str, str], seconds: float) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    async with _client(url, env) as client:
         end = time.monotonic() + seconds
         n = 0
         while time.monotonic() < end:
@@ -129,15 +156,17 @@ async def _calls(url: str, seconds: float) -> list[dict[str, Any]]:
     return results
 
 
-@pytest.mark.parametrize("served", [True, False], ids=["gc-on", "gc-off"], indirect=True)
-def test_http_answers_continuously_while_a_watcher_publishes_generations(
-        served: tuple[str, Path, Path]) -> None:
-    url, root, home = served
+@pytest.mark.parametrize("served", [("http", True), ("http", False), ("stdio", True)],
+                         ids=["http-gc-on", "http-gc-off", "stdio-gc-on"], indirect=True)
+def test_the_server_answers_continuously_while_a_watcher_publishes_generations(
+        served: tuple[str | None, Path, dict[str, str]]) -> None:
+    url, root, env = served
+    home = Path(env["GROUNDKIT_HOME"])
     stop, done = threading.Event(), []
     editor = threading.Thread(target=_edits, args=(root, stop, done))
     editor.start()
     try:
-        results = anyio.run(_calls, url, SECONDS)
+        results = anyio.run(_calls, url, env, SECONDS)
     finally:
         stop.set()
         editor.join()
