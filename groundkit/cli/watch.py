@@ -19,6 +19,7 @@ from typing import Any
 
 from ..collection.indexer import IndexReport
 from ..collection.watch import ON_MISSING_ROOT, Watcher, WatchOptions
+from ..progress import ProgressBar
 from .registry import Handler, command
 
 _DEFAULTS = WatchOptions()
@@ -61,7 +62,9 @@ def watch(args: argparse.Namespace, name: str) -> int:
                            on_missing_root=args.on_missing_root)
     stop = threading.Event()
     watcher = Watcher(name, args.home, options=options,
-                      emit=_json_lines if args.json else _human)
+                      emit=_json_lines if args.json else _human,
+                      progress=None if args.json else (
+                          lambda reason: ProgressBar(f"grk watch: indexing ({reason})")))
     with _stop_on_signals(stop):
         watcher.run(stop)
     return 0

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,10 @@ from .indexer import IndexConfig, IndexReport, index_collection
 
 Emit = Callable[[dict[str, Any]], None]
 """Receives every event as a JSON-ready dict with an ``event`` key."""
+
+Bar = Callable[[str], AbstractContextManager[Any]]
+"""``bar(reason)`` -> a context whose ``update(done, total, label)`` follows one run
+(:class:`groundkit.progress.ProgressBar` fits)."""
 
 IGNORED = frozenset({"opened", "closed_no_write"})
 """Event kinds that change nothing (the indexer's own reads cause them)."""
@@ -107,11 +111,12 @@ class Watcher:
     """Watches one collection's roots and re-indexes what changes (module docstring)."""
 
     def __init__(self, name: str, home: Home = None, *, options: WatchOptions | None = None,
-                 emit: Emit | None = None) -> None:
+                 emit: Emit | None = None, progress: Bar | None = None) -> None:
         self.name = name
         self.home = home
         self.options = options or WatchOptions()
         self.emit: Emit = emit or (lambda event: None)
+        self.progress: Bar = progress or (lambda reason: _NoBar())
         self.directory = collection_dir(name, home)
         self.generations = 0
         """Generations this watcher published."""
@@ -167,9 +172,11 @@ class Watcher:
                reason: str) -> bool:
         started = time.monotonic()
         try:
-            report = index_collection(self.name, self.directory, config,
-                                      builders=default_builders(), skip_dirs=self._skip[1:],
-                                      dirty=dirty, publish_unchanged=False)
+            with self.progress(reason) as bar:
+                report = index_collection(
+                    self.name, self.directory, config, builders=default_builders(bar.update),
+                    progress=bar.update, skip_dirs=self._skip[1:], dirty=dirty,
+                    publish_unchanged=False)
         except CollectionBusyError as exc:
             self.emit({"event": "busy", "collection": self.name, "message": str(exc)})
             return False
@@ -242,6 +249,14 @@ class Watcher:
             return store.current_generation(conn)
         finally:
             conn.close()
+
+
+class _NoBar(nullcontext[Any]):
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def update(self, done: int, total: int, label: str = "") -> None:
+        pass
 
 
 class _Handler:

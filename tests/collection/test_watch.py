@@ -36,12 +36,14 @@ WAIT = 30.0
 class Running:
     """A watcher in a thread; its events in a queue."""
 
-    def __init__(self, name: str, home: Path, options: WatchOptions = FAST) -> None:
+    def __init__(self, name: str, home: Path, options: WatchOptions = FAST,
+                 progress: Any = None) -> None:
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.watcher = Watcher(name, home, options=options, emit=self.events.put)
+        self.watcher = Watcher(name, home, options=options, emit=self.events.put,
+                               progress=progress)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         self.wait_for(lambda e: e["event"] == "watching")
@@ -355,3 +357,29 @@ def test_events_lost_to_a_queue_overflow_make_the_next_run_a_full_pass(
     event = watching.wait_for(lambda e: e["event"] == "indexed")
     assert event["changed"] == 1 and event["unchanged"] == 1  # a full pass found it
     watching.until_searchable("w", home, "saffron", "notes/b.md")
+
+
+def test_each_run_reports_progress_file_by_file(tree: Path, home: Path) -> None:
+    index("w", IndexConfig(roots=(str(tree),)), home=home)
+    updates: list[tuple[str, int, int]] = []
+
+    class Bar:
+        def __init__(self, reason: str) -> None:
+            self.reason = reason
+
+        def __enter__(self) -> Bar:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def update(self, done: int, total: int, label: str = "") -> None:
+            updates.append((self.reason, done, total))
+
+    running = Running("w", home, progress=Bar)
+    try:
+        (tree / "a.md").write_text("Progress please: juniper.\n")
+        running.until_searchable("w", home, "juniper", "a.md")
+    finally:
+        running.close()
+    assert ("start", 2, 2) in updates and ("change", 1, 1) in updates
