@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from evals import mcp_stage, trec
 from evals import report as rpt
-from evals import trec
+from evals.mcp_stage import McpRun
 from evals.score import metrics
 from evals.stages import BASELINE, Stage
-from groundkit.errors import MissingDependencyError
+from groundkit.errors import MissingDependencyError, UsageError
 
 Log = Callable[[str], None]
 
@@ -91,9 +92,15 @@ class Suite(Protocol):
 
 
 def preflight(stages: Sequence[Stage]) -> None:
-    """Fail before any retrieval when a stage needs a module that is not installed."""
+    """Fail before any retrieval when a stage needs a module that is not installed, or an
+    MCP stage's twin is not among the stages."""
     if not stages or stages[0].name != BASELINE:
         raise ValueError(f"the baseline stage {BASELINE!r} must run first")
+    names = {s.name for s in stages}
+    for stage in stages:
+        if stage.twin is not None and stage.twin not in names:
+            raise UsageError(f"stage {stage.name!r} is compared with {stage.twin!r}: "
+                             f"add {stage.twin} to the stages")
     for stage in stages:
         for module in stage.needs:
             if importlib.util.find_spec(module) is None:
@@ -106,7 +113,7 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
              run_block: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run every stage over every question of ``suite``; the report dict."""
     preflight(stages)
-    results, skipped = [], {}
+    results, skipped, latencies = [], {}, {}
     for stage in stages:
         reason = suite.unavailable(stage)
         if reason is not None:
@@ -116,8 +123,14 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         t = time.perf_counter()
         run = suite.open(stage, log)
         run.prime([q.text for q in suite.questions])
-        hits = {q.query_id: run.rank(q, suite.depth, settings.hits_shown)
-                for q in suite.questions}
+        try:
+            hits = {q.query_id: run.rank(q, suite.depth, settings.hits_shown)
+                    for q in suite.questions}
+        finally:
+            if isinstance(run, McpRun):
+                run.close()
+        if isinstance(run, McpRun):
+            latencies[stage.name] = mcp_stage.latency(run.latencies_ms)
         if runs_dir is not None:
             trec.write_run(runs_dir / f"{stage.name}.trec",
                            {q: [(h.chunk_id, h.score) for h in hs] for q, hs in hits.items()},
@@ -131,6 +144,11 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
     built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
                              baseline=BASELINE, provenance=suite.provenance(),
                              config=suite.config(stages), settings=settings, run=run_block)
+    twins = {s.name: s.twin for s in stages if s.twin is not None and s.name not in skipped}
+    if twins:
+        built["mcp"] = mcp_stage.compare(results, twins)
+        built["config"].setdefault("checks", []).extend(mcp_stage.checks(built["mcp"]))
+        built["run"]["mcp_latency_ms"] = latencies  # timings vary: the run block holds them
     return suite.finish(built, skipped)
 
 
@@ -173,6 +191,21 @@ def answer_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def mcp_lines(report: Mapping[str, Any]) -> list[str]:
+    """Each MCP stage: questions ranked as its twin ranks them, and latency per call."""
+    block = report.get("mcp")
+    if not block:
+        return []
+    timings = report["run"].get("mcp_latency_ms", {})
+    lines = ["\nthrough grk serve (top 10, compared with the direct twin):"]
+    for name, b in block.items():
+        t = timings.get(name) or {}
+        lines.append(f"  {name:<18} {b['questions'] - b['differing']}/{b['questions']} "
+                     f"questions as {b['twin']}  per call p50 {t.get('p50')} ms, "
+                     f"p99 {t.get('p99')} ms")
+    return lines
+
+
 def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
@@ -198,6 +231,7 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
                  "questions answered with nothing")
     lines += gate_lines(report)
     lines += answer_lines(report)
+    lines += mcp_lines(report)
     for c in report["config"].get("checks", []):
         got = "n/a" if c["observed"] is None else f"{c['observed']:.4f}"
         lines.append(f"  [{'pass' if c['passed'] else 'FAIL'}] {c['kind']}: {c['stage']} "

@@ -30,7 +30,10 @@ ENGINES: dict[str, str] = {
     "bm25s": "bm25s (Lù 2024) over groundkit's analyzer terms",
     "rank-bm25": "rank-bm25 BM25Okapi (Brown 2020) over groundkit's analyzer terms",
     "run-file": "an external TREC run file, scored as it is",
+    "mcp-stdio": "groundkit through grk serve over stdio (the MCP SDK client)",
+    "mcp-http": "groundkit through grk serve over streamable HTTP (the MCP SDK client)",
 }
+MCP = ("mcp-stdio", "mcp-http")
 DENSE_NEEDS = ("sentence_transformers", "lancedb")
 
 
@@ -54,6 +57,8 @@ class Stage:
     """One of the stages a golden run measures by default."""
     needs: tuple[str, ...] = ()
     """Optional modules the stage imports; checked before any retrieval runs."""
+    twin: str | None = None
+    """An MCP stage's direct counterpart: the two must rank every question identically."""
 
     def describe(self, units: str) -> str:
         """The description, ``{units}`` filled with the suite's unit (``1000-character chunks``)."""
@@ -66,6 +71,13 @@ class Stage:
             raise UsageError(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
         if MODES[self.mode].embedding and self.embedding is None:
             raise UsageError(f"stage {self.name!r}: mode {self.mode} needs an embedding model")
+        if (self.engine in MCP) != (self.twin is not None):
+            raise UsageError(f"stage {self.name!r}: an MCP stage, and only one, has a twin")
+
+    @property
+    def groundkit(self) -> bool:
+        """Ranked by groundkit's own retrievers (directly, or through its MCP server)."""
+        return self.engine == "groundkit" or self.engine in MCP
 
     @property
     def lexical(self) -> bool:
@@ -148,6 +160,16 @@ register(Stage(name="hybrid-convex", golden=True, mode="hybrid", embedding=MINIL
                options={"fusion": "convex"}, needs=DENSE_NEEDS,
                description="fusion ablation: 0.5/0.5 convex combination of min-max "
                "normalised BM25 and cosine scores"))
+
+for _transport in ("stdio", "http"):
+    register(Stage(name=f"mcp-{_transport}-bm25", golden=True, engine=f"mcp-{_transport}",
+                   twin=BASELINE, needs=("mcp",),
+                   description=f"bm25 through grk serve over {_transport} (top 10): must equal "
+                   "bm25 question for question"))
+    register(Stage(name=f"mcp-{_transport}-hybrid", engine=f"mcp-{_transport}", mode="hybrid",
+                   embedding=MINILM, twin="hybrid-rrf60", needs=(*DENSE_NEEDS, "mcp"),
+                   description=f"hybrid (RRF k=60) through grk serve over {_transport} (top "
+                   "10): must equal hybrid-rrf60 question for question"))
 
 EXTERNAL_COMMON = (BASELINE, "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages")
 """The stages every external dataset runs by default."""

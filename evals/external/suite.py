@@ -77,6 +77,8 @@ class ExternalSuite:
         self.questions = questions(prep, self.qrels)
 
     def unavailable(self, stage: Stage) -> str | None:
+        if stage.twin is not None:
+            return "MCP stages search real collections: golden and your own collection only"
         if stage.stopwords is not None:
             try:
                 stopwords.register(stage.stopwords, self.prep.data)

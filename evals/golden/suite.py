@@ -29,6 +29,7 @@ from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.judgments import judge
 from evals.golden.model import Golden
 from evals.harness import Log
+from evals.mcp_stage import McpRun
 from evals.score import metrics
 from evals.stages import BASELINE, STAGES, Stage
 from groundkit.collection import Collection, IndexConfig, index
@@ -97,7 +98,7 @@ class CollectionSuite:
             return "extra stopword lists apply to external suites only"
         return None
 
-    def open(self, stage: Stage, log: Log) -> _CollectionRun:
+    def open(self, stage: Stage, log: Log) -> _CollectionRun | McpRun:
         settings = self.settings_of(stage)
         key = settings.key()
         if key not in self._opened:
@@ -111,6 +112,8 @@ class CollectionSuite:
         if stage.engine != "groundkit":
             config["engine"] = stage.engine
         units = f"{settings.chunker.target}-character chunks"
+        if stage.twin is not None:
+            return McpRun(stage, coll, qrels, config, stage.describe(units), self._verdicts)
         return _CollectionRun(stage, coll, settings, qrels, config, stage.describe(units),
                               self._verdicts, self._evidence)
 
@@ -150,7 +153,7 @@ class CollectionSuite:
         recorded = extra.get("embedding")
         embedding = recorded["spec"] if recorded else None
         if stage is not None:
-            needs = MODES[stage.mode].embedding and stage.engine == "groundkit"
+            needs = MODES[stage.mode].embedding and stage.groundkit
             embedding = (stage.embedding or embedding) if needs else None
         return IndexSettings(
             chunker=(stage.chunking if stage and stage.chunking else self.base.chunker),

@@ -235,3 +235,33 @@ def answers_section(report: Report) -> str:
             "correct citation; citation precision: correct citations among all given.</p>"
             f'<table id="answers-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             f"</tbody></table><p>Answers by a language model: {llm}</p></section>")
+
+
+def mcp_section(report: Report) -> str:
+    """MCP stages against their direct twins, with each call's latency (the run's timings)."""
+    block = report.get("mcp")
+    if not block:
+        return ""
+    timings = report.get("run", {}).get("mcp_latency_ms", {})
+    rows = []
+    for name, b in block.items():
+        t = timings.get(name, {})
+        same = b["questions"] - b["differing"]
+        verdict = "identical" if b["differing"] == 0 else f"{b['differing']} differ: FAIL"
+        rows.append(f'<tr><th scope="row">{e(name)}</th><td>{e(b["transport"])}</td>'
+                    f"<td>{e(b['twin'])}</td><td>{same}/{b['questions']} ({e(verdict)})</td>"
+                    f"<td>{_ms(t.get('p50'))}</td><td>{_ms(t.get('p99'))}</td></tr>")
+    head = "".join(f'<th scope="col">{h}</th>' for h in (
+        "stage", "transport", "twin", "questions ranked identically", "p50 per call",
+        "p99 per call"))
+    return ('<section id="mcp"><h2>Through the MCP server</h2><p class="note">Each MCP stage '
+            "runs every question through the search tool of a real grk serve subprocess and "
+            "must rank it exactly as its twin does (rank, chunk id, offsets, score; top 10). "
+            "Latency per call includes the transport and the server; it varies between "
+            "runs.</p>"
+            f'<table id="mcp-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table></section>")
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} ms"

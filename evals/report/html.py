@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .assets import CSS, SCRIPT
-from .gate_html import answers_section, gate_section
+from .gate_html import answers_section, gate_section, mcp_section
 from .markup import e, num, pval, signed
 
 Report = Mapping[str, Any]
@@ -42,6 +42,7 @@ def render(report: Report) -> str:
             _abstention(report),
             gate_section(report),
             answers_section(report),
+            mcp_section(report),
             _breakdowns(report),
             _drilldown(report),
         ]
