@@ -12,6 +12,7 @@ in the report; each call's latency is measured and reported beside the metrics.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import select
@@ -107,7 +108,8 @@ def latency(values: Sequence[float]) -> dict[str, float | int | None]:
     ordered = sorted(values)
 
     def rank(pct: float) -> float:
-        return round(ordered[min(len(ordered), max(1, -(-len(ordered) * pct // 100))) - 1], 3)
+        at = min(len(ordered), max(1, math.ceil(len(ordered) * pct / 100)))
+        return round(ordered[at - 1], 3)
 
     return {"p50": rank(50), "p99": rank(99), "mean": round(sum(values) / len(values), 3),
             "n": len(values)}
