@@ -44,7 +44,7 @@ class McpRun:
 
     def __init__(self, stage: Stage, coll: Collection, qrels: metrics.Qrels,
                  config: dict[str, Any], description: str, verdicts: dict[str, str]) -> None:
-        self.stage, self.coll = stage, coll
+        self.stage, self.coll, self.snapshot = stage, coll, coll.snapshot
         self.home = coll.snapshot.directory.parents[1]  # <home>/collections/<name>
         self.qrels: metrics.Qrels | None = qrels
         self.config = {**config, "engine": stage.engine, "twin": stage.twin,
