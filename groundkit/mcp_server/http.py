@@ -3,8 +3,13 @@
 Every request passes :class:`HttpGuard` first: its Host header must be on the
 allow-list (this server's own loopback names and port, plus ``allow_hosts``),
 an Origin header, when present, must be listed in ``allow_origins``, and with a
-token configured it must carry ``Authorization: Bearer TOKEN``. The SDK's own
-Host/Origin checks run behind it with the same lists. :func:`http_options`
+token configured it must carry ``Authorization: Bearer TOKEN`` (compared with
+:func:`hmac.compare_digest`). The SDK's own Host/Origin checks run behind it
+with the same lists. An error response whose JSON-RPC message spans lines (the
+SDK's pydantic text for a batch or a malformed message, echoing the input) is
+rewritten to one line. The guard reads the whole body first (at most
+``max_body`` bytes, else 413), so a client that vanishes mid-request is
+dropped quietly before the SDK sees it. :func:`http_options`
 validates the settings before anything binds; ``uvicorn`` and the SDK are
 imported only by :func:`run_http`.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import re
 import socket
@@ -27,6 +33,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MIN_TOKEN_CHARS = 16
 _ORIGIN = re.compile(r"https?://[^/\s*?#@]+")
+BAD_MESSAGE = ("Invalid JSON-RPC message: send one request, notification or response object "
+               "(batches are not supported)")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -97,12 +105,14 @@ class HttpGuard:
     """ASGI middleware: refuse a request unless its Host, Origin and bearer token check out.
 
     Host not on the list: 421. Origin present and not on the list: 403. Token
-    missing or wrong (when one is configured): 401. Repeated headers: 400.
+    missing or wrong (when one is configured): 401. Repeated headers: 400. Body
+    over ``max_body``: 413.
     """
 
     def __init__(self, app: App, *, hosts: list[str], origins: list[str],
-                 token: str | None) -> None:
+                 token: str | None, max_body: int | None = None) -> None:
         self.app = app
+        self.max_body = max_body
         self.hosts = frozenset(h.lower() for h in hosts)
         self.origins = frozenset(o.lower() for o in origins)
         self.token = token.encode() if token else None
@@ -113,6 +123,14 @@ class HttpGuard:
             if refusal is not None:
                 await _refuse(send, *refusal)
                 return
+            try:
+                receive = _replay(await _read_body(receive, self.max_body), receive)
+            except _ClientGone:
+                return
+            except _TooLarge:
+                await _refuse(send, 413, "request body too large")
+                return
+            send = _one_line_errors(send)
         await self.app(scope, receive, send)
 
     def check(self, raw: list[tuple[bytes, bytes]]) -> tuple[int, str] | None:
@@ -134,6 +152,37 @@ class HttpGuard:
         return None
 
 
+class _ClientGone(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Receive, limit: int | None) -> bytes:
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        body.extend(message.get("body", b""))
+        if limit is not None and len(body) > limit:
+            raise _TooLarge
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that first hands over the already-read ``body``."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> MutableMapping[str, Any]:
+        return pending.pop() if pending else await receive()
+
+    return replayed
+
+
 async def _refuse(send: Send, status: int, message: str) -> None:
     body = (message + "\n").encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"),
@@ -142,6 +191,44 @@ async def _refuse(send: Send, status: int, message: str) -> None:
         headers.append((b"www-authenticate", b'Bearer realm="groundkit"'))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _one_line_errors(send: Send) -> Send:
+    """``send``, holding back an error response (status 400 and up) to clean its message."""
+    held: list[MutableMapping[str, Any]] = []
+    body = bytearray()
+
+    async def wrapped(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            held.append(message)
+            return
+        if not held or message["type"] != "http.response.body":
+            await send(message)
+            return
+        body.extend(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        start, data = held.pop(), _one_line(bytes(body))
+        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(data)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    return wrapped
+
+
+def _one_line(body: bytes) -> bytes:
+    """A JSON-RPC error body with a multi-line message given :data:`BAD_MESSAGE` instead."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return body
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if not isinstance(error, dict) or "\n" not in str(error.get("message", "")):
+        return body
+    error["message"] = BAD_MESSAGE
+    error.pop("data", None)
+    return json.dumps(doc).encode()
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -164,13 +251,15 @@ def run_http(server: Any, options: HttpOptions) -> None:
     """Serve streamable HTTP at ``/mcp`` until interrupted (SIGINT or SIGTERM)."""
     import uvicorn
 
+    from .schema import MAX_REQUEST_BYTES
     from .server import http_app
 
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     hosts = options.allowed_hosts(port)
     app = HttpGuard(http_app(server, hosts, list(options.allow_origins)), hosts=hosts,
-                    origins=list(options.allow_origins), token=options.token)
+                    origins=list(options.allow_origins), token=options.token,
+                    max_body=MAX_REQUEST_BYTES)
     config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=2)
     own = f"[{options.host}]" if ":" in options.host else options.host

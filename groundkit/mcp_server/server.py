@@ -4,8 +4,10 @@
 ``docs/mcp-clients.md`` and ADR-0008). This is the only module that imports the
 ``mcp`` SDK; ``grk serve`` imports it lazily.
 
-* Inputs are strict: every tool's argument model forbids unknown keys, and
-  sizes are bounded (query length, ``top_k``, number of collections).
+* Inputs are strict: every tool's argument model forbids unknown keys, takes
+  no lax coercions (``true`` is not a ``top_k``, ``1`` not a ``verify``), and
+  sizes are bounded (query length, ``top_k``, number of collections). A bad
+  argument is one line naming it and what it must be (:mod:`.arguments`).
 * Outputs are structured (an ``outputSchema`` per tool) and the same JSON is
   repeated as a text block; that JSON is at most
   :data:`~groundkit.mcp_server.schema.MAX_RESPONSE_BYTES` bytes, document text
@@ -29,11 +31,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import __version__
 from ..collection import Collection
 from ..collection.home import Home
+from .arguments import argument_error, shown, unstringify
 from .pool import CollectionPool
 from .schema import MAX_REQUEST_BYTES, UNTRUSTED_NOTE
 from .tools import ToolFailure, Tools
@@ -99,16 +102,41 @@ INSTRUCTIONS = (
     "tools are read-only." + UNTRUSTED_NOTE)
 
 
+class _StrictTool(Tool):
+    """A tool whose argument failures are one line (see :mod:`.arguments`), not pydantic's."""
+
+    async def run(self, arguments: dict[str, Any], context: Any,
+                  convert_result: bool = False) -> Any:
+        model = self.fn_metadata.arg_model
+        arguments = unstringify(arguments, model)
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            raise ToolError(f"Error executing tool {self.name}: "
+                            f"{argument_error(exc, list(model.model_fields))}") from exc
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
+class _Server(MCPServer):
+    """Refuses an unknown tool name in one escaped line (the SDK echoes it raw)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        if name not in DESCRIPTIONS:
+            raise ToolError(f"unknown tool {shown(name)}; tools: {', '.join(DESCRIPTIONS)}")
+        return await super().call_tool(name, arguments, context)
+
+
 def _strict_tool(tools: Tools, name: str) -> Tool:
-    """Register ``tools.<name>`` with an argument model that rejects unknown keys."""
+    """Register ``tools.<name>`` with an argument model that is strict and rejects unknown keys."""
     title, description = DESCRIPTIONS[name]
-    tool = Tool.from_function(
+    tool = _StrictTool.from_function(
         _as_tool_result(getattr(tools, name)), name=name, title=title, description=description,
         annotations=ToolAnnotations(title=title, **_READ_ONLY))
     base = tool.fn_metadata.arg_model
     strict: type[BaseModel] = type(base.__name__, (base,), {
         "__module__": __name__, "model_config": ConfigDict(**{**base.model_config,
-                                                              "extra": "forbid"})})
+                                                              "extra": "forbid", "strict": True})})
     tool.fn_metadata.arg_model = strict  # type: ignore[assignment]
     tool.parameters = strict.model_json_schema(by_alias=True)
     return tool
@@ -123,7 +151,7 @@ def build_server(home: Home = None,
         for name in only:
             Collection.open(name, home).close()  # fail now, not on the first call
     tools = Tools(CollectionPool(home=home, only=only))
-    return MCPServer(
+    return _Server(
         "groundkit", title="groundkit", version=__version__, instructions=INSTRUCTIONS,
         tools=[_strict_tool(tools, name) for name in DESCRIPTIONS], log_level="WARNING")
 

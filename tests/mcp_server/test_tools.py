@@ -200,7 +200,8 @@ def test_fetch_chunk_of_an_unknown_chunk_or_collection_is_unresolvable(
 def test_traversal_strings_and_absolute_paths_are_rejected_before_any_file_is_opened(
         server: MCPServer, tool: str, args: dict[str, Any]) -> None:
     message = error(server, tool, args)
-    assert "pattern" in message and "Traceback" not in message
+    assert "invalid argument c" in message and "must be a c" in message
+    assert "Traceback" not in message and "\n" not in message
 
 
 @pytest.mark.parametrize(("tool", "args"), [
@@ -212,23 +213,27 @@ def test_traversal_strings_and_absolute_paths_are_rejected_before_any_file_is_op
 ])
 def test_unknown_arguments_are_rejected_not_ignored(
         server: MCPServer, tool: str, args: dict[str, Any]) -> None:
-    assert "Extra inputs are not permitted" in error(server, tool, args)
+    assert "unknown argument '" in error(server, tool, args)
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ({"query": "x" * 10_001}, "at most 10000 characters"),
-    ({"query": ""}, "at least 1 character"),
-    ({"query": "logs", "top_k": 0}, "greater than or equal to 1"),
-    ({"query": "logs", "top_k": MAX_TOP_K + 1}, f"less than or equal to {MAX_TOP_K}"),
-    ({"query": "logs", "collections": ["k"] * 33}, "at most 32 items"),
-    ({"query": "logs", "collections": []}, "at least 1 item"),
-    ({"query": "logs", "mode": "magic"}, "bm25"),
-    ({"query": ["logs"]}, "valid string"),
+    ({"query": "x" * 10_001}, "query: must be a string of 1 to 10000 characters, got a "
+                              "string of 10001 characters"),
+    ({"query": ""}, "query: must be a string of 1 to 10000 characters, got ''"),
+    ({"query": "logs", "top_k": 0}, f"top_k: must be an integer from 1 to {MAX_TOP_K}, got 0"),
+    ({"query": "logs", "top_k": MAX_TOP_K + 1}, f"top_k: must be an integer from 1 to "
+                                                f"{MAX_TOP_K}, got {MAX_TOP_K + 1}"),
+    ({"query": "logs", "collections": ["k"] * 33}, "collections: must be a list of 1 to 32 "
+                                                   "collection names"),
+    ({"query": "logs", "collections": []}, "got a list of 0 items"),
+    ({"query": "logs", "mode": "magic"}, "mode: must be one of bm25, dense, hybrid, got 'magic'"),
+    ({"query": ["logs"]}, "query: must be a string of 1 to 10000 characters, got a list of 1 item"),
 ])
 def test_oversize_and_out_of_range_inputs_are_rejected_with_a_clear_message(
         server: MCPServer, args: dict[str, Any], message: str) -> None:
     text = error(server, "search", args)
-    assert message in text and len(text) < 2000
+    assert message in text and "invalid argument" in text and "\n" not in text
+    assert "pydantic" not in text and len(text) <= 330
 
 
 def test_a_10000_character_query_is_accepted(server: MCPServer) -> None:
