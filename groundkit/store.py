@@ -61,6 +61,10 @@ CREATE TABLE IF NOT EXISTS generation_chunks (
 CREATE TABLE IF NOT EXISTS skipped (
     generation INTEGER NOT NULL, path TEXT NOT NULL, reason TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS derived_files (
+    generation INTEGER NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, PRIMARY KEY (generation, path)
+) WITHOUT ROWID;
 """
 
 _CHUNK_COLUMNS = (
@@ -259,6 +263,34 @@ def carry_document(conn: sqlite3.Connection, source: int, target: int, doc_id: s
         (target, source, doc_id),
     )
     return cur.rowcount
+
+
+DerivedFile = tuple[str, int, str]
+"""``(path relative to gen-<N>/, size in bytes, sha256 hex)`` of one derived file."""
+
+
+def record_derived_files(conn: sqlite3.Connection, generation: int,
+                         files: Sequence[DerivedFile]) -> None:
+    """Record the checksums of a generation's derived files (inside the publish transaction)."""
+    conn.execute("DELETE FROM derived_files WHERE generation = ?", (generation,))
+    conn.executemany("INSERT INTO derived_files VALUES (?, ?, ?, ?)",
+                     [(generation, path, size, sha) for path, size, sha in files])
+
+
+def derived_files(conn: sqlite3.Connection, generation: int) -> dict[str, tuple[int, str]] | None:
+    """path -> (size, sha256) recorded for ``generation``; ``None`` when none are recorded.
+
+    A store written before checksums existed has no such table (a read-only
+    connection does not create it) or no rows for its older generations.
+    """
+    try:
+        rows = conn.execute("SELECT path, size, sha256 FROM derived_files WHERE generation = ?",
+                            (generation,)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return {str(p): (int(size), str(sha)) for p, size, sha in rows} or None
 
 
 def check(conn: sqlite3.Connection) -> list[str]:

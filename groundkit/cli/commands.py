@@ -6,7 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from ..collection import MAX_TOP_K, Collection, IndexConfig, fetch_chunk, index, list_collections
+from ..collection import (
+    MAX_TOP_K,
+    Collection,
+    IndexConfig,
+    fetch_chunk,
+    index,
+    list_collections,
+    recorded_config,
+)
 from ..errors import UsageError
 from ..model import Status
 from ..progress import ProgressBar
@@ -28,18 +36,10 @@ def _index(p: argparse.ArgumentParser) -> Handler:
     _index_options(p)
 
     def run(args: argparse.Namespace) -> int:
-        config = IndexConfig(
-            roots=tuple(args.paths),
-            include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
-            exclude=DEFAULT_EXCLUDE + tuple(args.exclude or ()),
-            max_bytes=args.max_bytes,
-            chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap),
-            extra={"analyzer": Analyzer.preset(args.analyzer).to_dict(),
-                   "bm25": BM25Params(k1=args.k1, b=args.b).to_dict(),
-                   **_embedding(args), **_gc_settings(args)},
-        )
+        config = _config(args)
         with ProgressBar("indexing") as bar:
-            report = index(args.collection, config, home=args.home, progress=bar.update)
+            report = index(args.collection, config, home=args.home, progress=bar.update,
+                           rebuild=args.rebuild)
         if args.watch:
             watch.announce(args, report)
             return watch.watch(args, args.collection)
@@ -59,8 +59,28 @@ def _index(p: argparse.ArgumentParser) -> Handler:
     return run
 
 
+def _config(args: argparse.Namespace) -> IndexConfig:
+    """The settings given; with ``--rebuild`` and no PATH, the collection's recorded ones."""
+    if not args.paths:
+        if not args.rebuild:
+            raise UsageError("give at least one folder to index (or --rebuild alone to "
+                             "rebuild a collection with its recorded settings)")
+        return recorded_config(args.collection, args.home)
+    return IndexConfig(
+        roots=tuple(args.paths),
+        include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+        exclude=DEFAULT_EXCLUDE + tuple(args.exclude or ()),
+        max_bytes=args.max_bytes,
+        chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap),
+        extra={"analyzer": Analyzer.preset(args.analyzer).to_dict(),
+               "bm25": BM25Params(k1=args.k1, b=args.b).to_dict(),
+               **_embedding(args), **_gc_settings(args)},
+    )
+
+
 def _index_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="folders to index")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="folders to index (none with --rebuild: the recorded ones)")
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
     p.add_argument("--include", action="append", metavar="GLOB",
                    help="file globs to index (repeatable; default: text, docs and source code)")
@@ -94,6 +114,10 @@ def _index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--auto-gc", action=argparse.BooleanOptionalAction, default=None,
                    help="collect old generations and their chunk rows after each publish "
                    "(default: as recorded, else on)")
+    p.add_argument("--rebuild", action="store_true",
+                   help="rebuild every derived index (BM25, vectors) from the store, reusing "
+                   "none of the previous generation's files: the fix for damage grk check "
+                   "reports; without PATH, with the collection's recorded settings")
 
 
 def _gc_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -13,8 +13,9 @@ return the same results in the same order with the same scores::
 
 Inside: :mod:`.home` (where collections live), :mod:`.indexer` and
 :mod:`.ingest` (building generations), :mod:`.derived` (their indexes),
-:mod:`.snapshot` (one generation, opened), :mod:`.search`, :mod:`.status` and
-:mod:`.gc` (removing generations and chunk rows nothing retained references).
+:mod:`.snapshot` (one generation, opened), :mod:`.integrity` (checksums of the
+derived files), :mod:`.search`, :mod:`.status` and :mod:`.gc` (removing
+generations and chunk rows nothing retained references).
 """
 
 from __future__ import annotations
@@ -52,15 +53,33 @@ def index(
     home: Home = None,
     builders: Sequence[DerivedBuilder] | None = None,
     progress: Progress | None = None,
+    rebuild: bool = False,
 ) -> IndexReport:
     """Index ``config.roots`` into collection ``name`` (created if new); publish atomically.
 
     With ``config.extra["embedding"] = {"spec": "local:all-MiniLM-L6-v2"}`` the
-    generation also gets dense vectors (re-embedding only new chunks).
+    generation also gets dense vectors (re-embedding only new chunks). With
+    ``rebuild`` every derived index is built from the store anew (nothing is taken
+    from the previous generation's files): the fix for damaged derived files.
     """
-    chosen = default_builders(progress) if builders is None else builders
+    chosen = default_builders(progress, rebuild=rebuild) if builders is None else builders
     return index_collection(name, collection_dir(name, home), config, builders=chosen,
                             progress=progress, skip_dirs=(resolve_home(home),))
+
+
+def recorded_config(name: str, home: Home = None) -> IndexConfig:
+    """The settings collection ``name``'s current generation was indexed with."""
+    directory = collection_dir(name, home)
+    if not (directory / store.STORE_FILE).is_file():
+        raise CollectionNotFoundError(f"no collection named {name!r} in {resolve_home(home)}")
+    conn = store.connect(directory, readonly=True)
+    try:
+        generation = store.current_generation(conn)
+        if generation is None:
+            raise CollectionNotFoundError(f"collection {name!r} has no published generation")
+        return IndexConfig.from_settings(store.generation_config(conn, generation))
+    finally:
+        conn.close()
 
 
 def collect_garbage(name: str, *, home: Home = None, keep: int | None = None,
@@ -192,5 +211,6 @@ def fetch_chunk(chunk_id: str, home: Home = None) -> Verdict:
 __all__ = [
     "MAX_TOP_K", "Collection", "CollectionStatus", "Decision", "GcReport", "IndexConfig",
     "IndexReport", "Reclaimable", "SearchResult", "Snapshot",
-    "collect_garbage", "collection_dir", "fetch_chunk", "index", "list_collections", "resolve_home",
+    "collect_garbage", "collection_dir", "fetch_chunk", "index", "list_collections",
+    "recorded_config", "resolve_home",
 ]

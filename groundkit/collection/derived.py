@@ -8,6 +8,9 @@ closed (:class:`~groundkit.errors.IndexMismatchError`).
   row ids); position ``i`` is document ``i`` of every derived index.
 * ``gen-<N>/bm25/`` — the BM25 index (:mod:`groundkit.retrieval.bm25`).
 * ``gen-<N>/vectors/`` — dense vectors, when the collection has an embedding.
+
+Every file under ``gen-<N>/`` is checksummed when the generation is published
+(:mod:`.integrity`); a previous generation's index is reused only when intact.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from .. import store
 from ..errors import GroundkitError, IndexMismatchError
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..text.analysis import DEFAULT_PRESET, Analyzer
+from . import integrity
 from .indexer import DerivedBuilder, Progress
 
 if TYPE_CHECKING:
@@ -72,7 +76,19 @@ generation's chunks is new: beyond it a full build is as fast."""
 
 def build_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
                settings: dict[str, Any]) -> None:
-    index = _updated_bm25(conn, generation, settings, gen_dir.parent)
+    """Write ``gen-<N>/bm25``, updating the previous generation's index when that pays."""
+    _write_bm25(conn, generation, gen_dir, settings, reuse=True)
+
+
+def rebuild_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
+                 settings: dict[str, Any]) -> None:
+    """Write ``gen-<N>/bm25`` from the store's chunks alone (``grk index --rebuild``)."""
+    _write_bm25(conn, generation, gen_dir, settings, reuse=False)
+
+
+def _write_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
+                settings: dict[str, Any], *, reuse: bool) -> None:
+    index = _updated_bm25(conn, generation, settings, gen_dir.parent) if reuse else None
     if index is None:
         texts = (c.text for c in store.iter_generation_chunks(conn, generation))
         index = BM25Index.build_from_texts(texts, analyzer_of(settings),
@@ -105,6 +121,8 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
     added = np.setdiff1d(np.arange(len(new_rowids)), old_to_new[old_to_new >= 0])
     if len(added) > UPDATE_AT_MOST * max(len(new_rowids), 1):
         return None
+    if not integrity.intact(conn, directory, previous, BM25 + "/"):
+        return None  # damaged since it was published: build anew
     try:
         index = load_bm25(directory / f"gen-{previous}", old_settings, previous,
                           len(old_rowids), str(settings.get("name", "")))
@@ -114,11 +132,12 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
     return updated(index, old_to_new, added, texts)
 
 
-def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
+def vector_builder(progress: Progress | None = None, *, reuse: bool = True) -> DerivedBuilder:
     """Build ``gen-<N>/vectors`` when the settings name an embedding model.
 
     Vectors of chunks already embedded in the previous generation (same chunk
-    id, same embedding identity) are reused; only new chunks are embedded.
+    id, same embedding identity, files intact) are reused and only new chunks are
+    embedded; with ``reuse=False`` (``grk index --rebuild``) every chunk is embedded.
     """
 
     def build(conn: sqlite3.Connection, generation: int, gen_dir: Path,
@@ -130,7 +149,8 @@ def vector_builder(progress: Progress | None = None) -> DerivedBuilder:
 
         provider = document_provider(embedding)
         chunks = list(store.iter_generation_chunks(conn, generation))
-        previous = _previous_vectors(conn, gen_dir, settings, provider.identity)
+        previous = (_previous_vectors(conn, gen_dir, settings, provider.identity)
+                    if reuse else None)
         embed_progress = None
         if progress is not None:
             def embed_progress(done: int, total: int, label: str) -> None:
@@ -151,8 +171,8 @@ def _previous_vectors(conn: sqlite3.Connection, gen_dir: Path, settings: dict[st
     from ..retrieval.vectors import VectorStore
 
     previous = store.current_generation(conn)
-    if previous is None:
-        return None
+    if previous is None or not integrity.intact(conn, gen_dir.parent, previous, VECTORS + "/"):
+        return None  # nothing, or nothing intact, to reuse: embed everything
     try:
         return VectorStore.open(gen_dir.parent / f"gen-{previous}" / VECTORS,
                                 stamp(settings, previous), identity)
@@ -160,8 +180,15 @@ def _previous_vectors(conn: sqlite3.Connection, gen_dir: Path, settings: dict[st
         return None  # nothing reusable: embed everything
 
 
-def default_builders(progress: Progress | None = None) -> list[DerivedBuilder]:
-    """The derived indexes every generation gets; vectors when an embedding is configured."""
+def default_builders(progress: Progress | None = None, *,
+                     rebuild: bool = False) -> list[DerivedBuilder]:
+    """The derived indexes every generation gets; vectors when an embedding is configured.
+
+    With ``rebuild`` nothing is carried over from the previous generation's derived
+    files: BM25 is built and every chunk embedded from the store (``--rebuild``).
+    """
+    if rebuild:
+        return [build_rowids, rebuild_bm25, vector_builder(progress, reuse=False)]
     return [build_rowids, build_bm25, vector_builder(progress)]
 
 

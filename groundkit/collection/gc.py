@@ -190,7 +190,7 @@ def _remove_generation(conn: sqlite3.Connection, directory: Path, gen: int,
             except BlockingIOError:
                 return False
         with store.transaction(conn):
-            for table in ("generation_chunks", "documents", "skipped"):
+            for table in ("generation_chunks", "documents", "skipped", "derived_files"):
                 conn.execute(f"DELETE FROM {table} WHERE generation = ?", (gen,))
             conn.execute("DELETE FROM generations WHERE id = ?", (gen,))
         if fd is not None:

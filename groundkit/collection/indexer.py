@@ -32,7 +32,7 @@ from ..sources import (
     discover,
 )
 from ..text.chunking import ChunkerConfig
-from . import gc, incremental, ingest
+from . import gc, incremental, ingest, integrity
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, path)`` — called once per file."""
@@ -251,7 +251,7 @@ def _run(
     gen_dir.mkdir(parents=True)
     for build in builders:
         build(conn, generation, gen_dir, settings)
-    _publish(conn, generation, report)
+    _publish(conn, generation, report, integrity.manifest(gen_dir))
     if settings["gc"]["auto"]:
         gc.collect(conn, directory, keep=settings["gc"]["keep"])
     return report
@@ -338,9 +338,11 @@ def _store_file(
     report.chunks += store.insert_chunks(conn, generation, job.root, job.relpath, done.rows)
 
 
-def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport) -> None:
+def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport,
+             files: Sequence[store.DerivedFile]) -> None:
     stats = json.dumps(report.to_dict(), sort_keys=True)
     with store.transaction(conn):
+        store.record_derived_files(conn, generation, files)  # checksums: see .integrity
         conn.execute("UPDATE generations SET state = 'retired' WHERE state = 'published'")
         conn.execute(
             "UPDATE generations SET state = 'published', stats = ? WHERE id = ?",
@@ -384,7 +386,7 @@ def _clear_unpublished(conn: sqlite3.Connection, directory: Path) -> None:
     stale = [r[0] for r in conn.execute("SELECT id FROM generations WHERE state = 'building'")]
     with store.transaction(conn):
         for gen in stale:
-            for table in ("generation_chunks", "documents", "skipped"):
+            for table in ("generation_chunks", "documents", "skipped", "derived_files"):
                 conn.execute(f"DELETE FROM {table} WHERE generation = ?", (gen,))
             conn.execute("DELETE FROM generations WHERE id = ?", (gen,))
     for gen in stale:

@@ -35,7 +35,7 @@ from ..errors import (
 from ..model import Chunk, Verdict
 from ..sources import DEFAULT_MAX_BYTES
 from ..verify import verify
-from . import derived
+from . import derived, integrity
 from .home import Home, collection_dir, list_collections, resolve_home
 
 if TYPE_CHECKING:
@@ -180,9 +180,20 @@ class Snapshot:
     # -- derived indexes (retrieval.base.Resources) ---------------------------------
 
     @once
+    def verified(self) -> None:
+        """The generation's derived files are as published (:func:`.integrity.verify_on_open`).
+
+        Run once, before any derived index is loaded; fails closed with an
+        :class:`~groundkit.errors.IntegrityError` naming ``grk check`` and the fix.
+        """
+        integrity.verify_on_open(self.conn, self.directory, self.generation, self.name)
+
+    @once
     def rowids(self) -> npt.NDArray[np.int64]:
         """Store row ids in canonical order: position i is document i of every index."""
-        return derived.load_rowids(self.generation_dir, self.chunk_count)
+        self.verified()
+        with integrity.hinted(self.name):
+            return derived.load_rowids(self.generation_dir, self.chunk_count)
 
     @once
     def chunk_ids(self) -> Sequence[str]:
@@ -196,8 +207,10 @@ class Snapshot:
     @once
     def bm25(self) -> BM25Index:
         """The generation's BM25 index, memory-mapped once."""
-        return derived.load_bm25(self.generation_dir, self.config, self.generation,
-                                 self.chunk_count, self.name)
+        self.verified()
+        with integrity.hinted(self.name):
+            return derived.load_bm25(self.generation_dir, self.config, self.generation,
+                                     self.chunk_count, self.name)
 
     def embedding_spec(self) -> str | None:
         """``provider:model`` the collection was embedded with, or ``None``."""
@@ -217,19 +230,29 @@ class Snapshot:
     def vectors(self, identity: EmbeddingIdentity | None = None) -> VectorStore:
         """The generation's vector store; fails closed on another identity or generation."""
         if identity not in self._vectors:
+            self.verified()
             self._vectors[identity] = derived.load_vectors(
                 self.generation_dir / derived.VECTORS, self.config, self.generation,
                 self.chunk_ids(), identity)
         return self._vectors[identity]
 
     def check(self) -> list[str]:
-        """Integrity problems of the store and the derived indexes (empty when sound)."""
+        """Integrity problems of the store and the derived indexes (empty when sound).
+
+        Every derived file is hashed against the checksums recorded at publish
+        (:func:`.integrity.check`); when one differs, the loaders are not run (they
+        would only fail on the same damage).
+        """
         return store.check(self.conn) + self._check_derived()
 
     def _check_derived(self) -> list[str]:
         if not self.generation_dir.is_dir():
             return [f"derived index folder {self.generation_dir} is missing"]
-        problems = []
+        problems, recorded = integrity.check(self.conn, self.directory, self.generation)
+        if recorded and problems:
+            return problems
+        if recorded:
+            self.__dict__["_verified"] = None  # just hashed in full: no need on load
         try:
             if list(self.rowids()) != store.generation_rowids(self.conn, self.generation):
                 problems.append("chunk order file disagrees with the store")

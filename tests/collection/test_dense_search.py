@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import TreeMaker
 
-from groundkit.collection import Collection, IndexConfig, calibration, index
-from groundkit.errors import IndexMismatchError, UsageError
+from groundkit import store
+from groundkit.collection import Collection, IndexConfig, calibration, index, integrity
+from groundkit.errors import IndexMismatchError, IntegrityError, UsageError
 from groundkit.retrieval import gate, modes
 from groundkit.testing.ollama_standin import OllamaStandin, hashing_embedder
 
@@ -131,6 +132,14 @@ def test_vectors_from_another_generation_fail_closed(
     meta = json.loads(meta_path.read_text())
     meta["stamp"]["generation"] += 1
     meta_path.write_text(json.dumps(meta))
+    with pytest.raises(IntegrityError, match=r"gen-1/vectors/meta\.json"):
+        coll.search("logs", mode="dense")  # its checksum no longer holds
+    conn = store.connect(coll.snapshot.directory)  # record it: a foreign but intact index
+    with store.transaction(conn):
+        store.record_derived_files(conn, coll.generation,
+                                   integrity.manifest(coll.snapshot.generation_dir))
+    conn.close()
+    coll.snapshot.__dict__.pop("_verified", None)
     with pytest.raises(IndexMismatchError, match="stale"):
         coll.search("logs", mode="dense")
     assert any("vector store" in p for p in coll.check())

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from conftest import TreeMaker
 
+from groundkit import store
 from groundkit.cli import main
-from groundkit.collection import Collection, IndexConfig, index
-from groundkit.errors import IndexMismatchError, UsageError
+from groundkit.collection import Collection, IndexConfig, index, integrity
+from groundkit.errors import IndexMismatchError, IntegrityError, UsageError
 from groundkit.model import Status
 
 DOCS = {
@@ -110,6 +111,9 @@ def test_a_bm25_index_from_another_generation_fails_closed(coll: Collection) -> 
     meta = json.loads((gen_dir / "bm25" / "meta.json").read_text())
     meta["stamp"]["generation"] += 1
     (gen_dir / "bm25" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(IntegrityError, match=r"gen-1/bm25/meta.json.*grk check k"):
+        coll.search("logs")  # the checksum recorded at publish no longer holds
+    rerecord_checksums(coll)  # a foreign index whose checksums hold: the stamp decides
     with pytest.raises(IndexMismatchError, match="rebuild"):
         coll.search("logs")
     assert any("BM25" in p for p in coll.check())
@@ -118,6 +122,10 @@ def test_a_bm25_index_from_another_generation_fails_closed(coll: Collection) -> 
 def test_a_damaged_or_missing_derived_index_is_reported_by_check(coll: Collection) -> None:
     np.save(coll.snapshot.generation_dir / "rowids.npy", np.arange(3))
     shutil.rmtree(coll.snapshot.generation_dir / "bm25")
+    problems = coll.check()
+    assert any(p.startswith("gen-1/rowids.npy: ") for p in problems)
+    assert "gen-1/bm25/meta.json: missing (recorded" in "\n".join(problems)
+    rerecord_checksums(coll)  # without checksums to go by, the loaders still find it
     problems = coll.check()
     assert any("chunk order" in p for p in problems) and any("BM25" in p for p in problems)
 
@@ -148,3 +156,13 @@ def test_touching_a_file_marks_it_stale_and_a_same_size_same_mtime_rewrite_does_
     assert coll.search("quota")[0].stale is False  # the documented blind spot: verify sees it
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert coll.search("quota")[0].stale is True
+
+
+def rerecord_checksums(coll: Collection) -> None:
+    """Record the generation's files as they are now (simulating a foreign, intact index)."""
+    conn = store.connect(coll.snapshot.directory)
+    with store.transaction(conn):
+        store.record_derived_files(conn, coll.generation,
+                                   integrity.manifest(coll.snapshot.generation_dir))
+    conn.close()
+    coll.snapshot.__dict__.pop("_verified", None)

@@ -3,8 +3,6 @@ question for question with their direct twins."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from golden_fixture import tiny_golden
 
