@@ -21,6 +21,7 @@ Each class carries ``exit_code``: the CLI maps it to the process exit status
     CollectionBusyError       7  another process is indexing the collection
     CalibrationError          9  no calibration for the mode, a stale one, or too few questions
     RootMissingError         13  a watched folder is gone (``grk watch --on-missing-root exit``)
+    StorageError             14  writing the index failed: the disk is full or failing
 """
 
 from __future__ import annotations
@@ -110,3 +111,9 @@ class RootMissingError(GroundkitError, FileNotFoundError):
     """A folder ``grk watch`` watches was removed, and the watcher was told to exit."""
 
     exit_code = 13
+
+
+class StorageError(GroundkitError, OSError):
+    """Writing a generation failed (a full disk, an I/O error); the previous one is intact."""
+
+    exit_code = 14

@@ -21,7 +21,7 @@ LONG_MARK = "# long:"
 """A function over the limit needs this one-line comment right above it saying why."""
 
 LAYERS: dict[str, int] = {
-    "groundkit.errors": 0, "groundkit.model": 0, "groundkit.progress": 0,
+    "groundkit.errors": 0, "groundkit.model": 0, "groundkit.progress": 0, "groundkit.faults": 0,
     "groundkit.text": 1, "groundkit.sources": 1,
     "groundkit.store": 2,
     "groundkit.embeddings": 3,

@@ -20,12 +20,20 @@ generations and chunk rows nothing retained references).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .. import store
-from ..errors import ChunkNotFoundError, CollectionNotFoundError, InvalidSpanError
+from ..errors import (
+    ChunkNotFoundError,
+    CollectionNotFoundError,
+    GroundkitError,
+    InvalidSpanError,
+    StorageError,
+)
 from ..model import Chunk, Hit, Verdict, split_chunk_id
 from ..retrieval.gate import ALPHA, Calibration, Decision
 from ..verify import unresolvable
@@ -63,8 +71,26 @@ def index(
     from the previous generation's files): the fix for damaged derived files.
     """
     chosen = default_builders(progress, rebuild=rebuild) if builders is None else builders
-    return index_collection(name, collection_dir(name, home), config, builders=chosen,
-                            progress=progress, skip_dirs=(resolve_home(home),))
+    with storage_errors(name, "indexing"):
+        return index_collection(name, collection_dir(name, home), config, builders=chosen,
+                                progress=progress, skip_dirs=(resolve_home(home),))
+
+
+@contextmanager
+def storage_errors(name: str, doing: str) -> Iterator[None]:
+    """A full or failing disk (``OSError``, SQLite's disk errors) as a :class:`StorageError`.
+
+    Whatever failed, the generation published before stays current and intact (the new
+    one is never made current half-written); the next run clears what this one left.
+    """
+    try:
+        yield
+    except GroundkitError:
+        raise
+    except (OSError, sqlite3.OperationalError) as exc:
+        raise StorageError(
+            f"{doing} {name!r} failed while writing: {exc}; the previous generation is "
+            "intact and still served. Free space or fix the disk, then run it again") from exc
 
 
 def recorded_config(name: str, home: Home = None) -> IndexConfig:
@@ -95,7 +121,7 @@ def collect_garbage(name: str, *, home: Home = None, keep: int | None = None,
     directory = collection_dir(name, home)
     if not (directory / store.STORE_FILE).is_file():
         raise CollectionNotFoundError(f"no collection named {name!r} in {resolve_home(home)}")
-    with exclusive(directory):
+    with storage_errors(name, "garbage collection of"), exclusive(directory):
         conn = store.connect(directory)
         try:
             if keep is None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import store
+from .. import faults, store
 from ..errors import GroundkitError, IndexMismatchError
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..text.analysis import DEFAULT_PRESET, Analyzer
@@ -66,6 +66,7 @@ def build_rowids(conn: sqlite3.Connection, generation: int, gen_dir: Path,
         np.save(fh, rowids)
         fh.flush()
         os.fsync(fh.fileno())
+    faults.point("derived.rowids")
     os.replace(tmp, gen_dir / ROWIDS)
 
 

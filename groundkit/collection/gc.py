@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import store
+from .. import faults, store
 from ..errors import UsageError
 
 KEEP_GENERATIONS = 2
@@ -193,6 +193,7 @@ def _remove_generation(conn: sqlite3.Connection, directory: Path, gen: int,
             for table in ("generation_chunks", "documents", "skipped", "derived_files"):
                 conn.execute(f"DELETE FROM {table} WHERE generation = ?", (gen,))
             conn.execute("DELETE FROM generations WHERE id = ?", (gen,))
+        faults.point("gc")
         if fd is not None:
             report.derived_bytes_removed += folder_bytes(folder)
             shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import store
+from .. import faults, store
 from ..errors import CollectionBusyError, UsageError
 from ..sources import (
     DEFAULT_EXCLUDE,
@@ -234,6 +234,7 @@ def _run(
                 progress(i, len(candidates), done.job.relpath)
             report.bytes_read += len(done.job.data)
             _store_file(conn, generation, done, reusable, report)
+        faults.point("index.ingest")
         seen = {label + c.relpath for label, c in candidates}
         report.removed = sum(1 for doc_id in reusable if doc_id not in seen
                              and (dirty_ids is None or incremental.under(doc_id, dirty_ids)))
@@ -349,6 +350,8 @@ def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport,
             (stats, generation),
         )
         store.set_meta(conn, "current_generation", generation)
+        faults.point("publish")
+    faults.point("publish.done")
 
 
 def _same_as(conn: sqlite3.Connection, previous: int | None, generation: int,

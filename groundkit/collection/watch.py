@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -180,7 +181,7 @@ class Watcher:
         except CollectionBusyError as exc:
             self.emit({"event": "busy", "collection": self.name, "message": str(exc)})
             return False
-        except (GroundkitError, OSError) as exc:
+        except (GroundkitError, OSError, sqlite3.OperationalError) as exc:
             self.emit({"event": "error", "collection": self.name, "message": str(exc),
                        "will_retry_in_s": self.options.retry})
             return False

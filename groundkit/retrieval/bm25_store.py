@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import faults
 from ..errors import IndexMismatchError
 
 FORMAT = "groundkit-bm25/2"
@@ -41,6 +42,7 @@ def save_index(
             _write_file(tmp / f"{name}.npy", functools.partial(_save_npy, arr))
             files[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape),
                            "bytes": (tmp / f"{name}.npy").stat().st_size}
+            faults.point("derived.bm25")
         _write_file(tmp / "terms.bin", lambda f: f.write(blob))
         files["terms"] = {"bytes": len(blob)}
         text = json.dumps({"format": FORMAT, **meta, "files": files}, indent=1, sort_keys=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import faults
 from ..embeddings import EmbeddingIdentity, EmbeddingProvider, l2_normalize
 from ..errors import IndexMismatchError, UsageError
 from . import vector_files
@@ -121,6 +122,7 @@ class VectorStore:
                 vectors[row] = old
         _embed_rows(vectors, todo, [texts[order[r]] for r in todo], provider, batch_size, progress)
         stats = BuildStats(rows=len(ids), reused=len(ids) - len(todo), embedded=len(todo))
+        faults.point("derived.vectors")
         vector_files.write_atomically(directory, dict(stamp), identity, ids, vectors)
         vectors.flags.writeable = False
         return cls(
