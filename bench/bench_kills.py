@@ -1,7 +1,7 @@
 """200 SIGKILLs during re-indexing: the collection always opens, checks, verifies, recovers.
 
 ``groundkit/testing/kills.py`` runs the campaign: each round rewrites about 30% of a
-400-file tree, starts ``grk index`` as a subprocess and kills it after a random delay
+2,000-file tree, starts ``grk index`` as a subprocess and kills it after a random delay
 drawn between 0 and the length of an undisturbed run (seeded), then opens the
 collection, runs ``Collection.check`` and a verified search. A round whose run finished
 before its kill is counted apart; rounds continue until ``--kills`` runs were killed.
@@ -27,7 +27,7 @@ from groundkit.testing.kills import campaign
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kills", type=int, default=200)
-    p.add_argument("--files", type=int, default=400)
+    p.add_argument("--files", type=int, default=2000)
     p.add_argument("--seed", type=int, default=20261201)
     args = p.parse_args(argv)
     before = machine()

@@ -1,9 +1,10 @@
 """A kill campaign: ``grk index`` killed with SIGKILL at random moments, then checked.
 
 Each round rewrites a seeded share of a tree's files, starts ``grk index`` as a
-subprocess and kills it after a random delay (drawn between 0 and the measured length
-of an undisturbed run, so kills land in every phase: discovery, chunking, the SQLite
-writes, the derived indexes, the publish). After every kill the collection must open
+subprocess and kills it after a random delay, drawn between 0 and the measured length
+of an undisturbed re-index (interpreter start included), so kills land in every
+phase: start-up, discovery, chunking, the SQLite writes, the derived indexes, the
+publish. After every kill the collection must open
 at a published generation, pass ``Collection.check`` and answer a search whose hits
 all verify or honestly drift; the next round's run must then succeed where the killed
 one left off. Used by ``tests/collection/test_kills.py`` (a short campaign) and
@@ -38,7 +39,7 @@ class Campaign:
 def write_tree(root: Path, files: int, round_: int, share: float, rng: random.Random) -> None:
     for i in range(files):
         path = root / f"d{i % 10}" / f"f{i:04d}.md"
-        if round_ == 0 or rng.random() < share:
+        if round_ == 0 or rng.random() < share:  # round -1: the undisturbed re-index
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"# Note {i}\n\nRound {round_} of note {i}: topic{i % 17} "
                             f"marker r{round_}n{i}.\n" * (3 + i % 7), encoding="utf-8")
@@ -72,9 +73,12 @@ def campaign(root: Path, home: Path, *, kills: int, files: int = 400, share: flo
     rng = random.Random(seed)
     result = Campaign()
     write_tree(root, files, 0, share, rng)
-    started = time.perf_counter()
     if _index(root, home, name).wait() != 0:
         raise RuntimeError("the first index run failed")
+    write_tree(root, files, -1, share, rng)  # an undisturbed re-index sets the delay range
+    started = time.perf_counter()
+    if _index(root, home, name).wait() != 0:
+        raise RuntimeError("the undisturbed re-index failed")
     result.run_s = time.perf_counter() - started
     round_ = 0
     while result.kills < kills and round_ < 3 * kills:  # a run may finish before its kill
