@@ -16,7 +16,8 @@ from common import Stopwatch
 HERE = Path(__file__).resolve().parent
 ORDER = ["bench_index.py", "bench_bm25.py", "bench_gate.py", "bench_answers.py", "bench_eval.py",
          "bench_eval_stats.py", "bench_external.py", "bench_dense.py", "bench_mcp.py",
-         "bench_mcp_load.py", "bench_watch.py", "bench_kills.py"]
+         "bench_mcp_load.py", "bench_watch.py", "bench_kills.py",
+         "bench_rerank.py"]
 
 
 def main() -> int:

@@ -70,6 +70,9 @@ def run_options(run: argparse.ArgumentParser) -> None:
                      "Ollama model (repeatable)")
     run.add_argument("--dense", action="store_true", help="run only the baseline and the "
                      "dense and hybrid stages (of --embed-model when given, else MiniLM's)")
+    run.add_argument("--rerank-model", metavar="PATH", help="the cross-encoder model folder the "
+                     "rerank stages use (default $GROUNDKIT_RERANK_MODEL; without one they are "
+                     "listed as not measured)")
     run.add_argument("--run-file", action="append", metavar="NAME=PATH",
                      help="external: also score this TREC run as stage NAME (repeatable)")
     run.add_argument("--html", metavar="FILE", help="also write the HTML report here")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -42,6 +43,8 @@ def log(line: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one suite: a golden version, an external dataset, or a collection and questions."""
     t = time.perf_counter()
+    if getattr(args, "rerank_model", None):
+        os.environ[registry.RERANK_MODEL] = args.rerank_model
     extra = [s for spec in args.embed_model or () for s in registry.embed_model_stages(spec)]
     extra += [registry.run_file_stage(s) for s in args.run_file or ()]
     with ExitStack() as stack:

@@ -59,6 +59,9 @@ class Stage:
     """Optional modules the stage imports; checked before any retrieval runs."""
     twin: str | None = None
     """An MCP stage's direct counterpart: the two must rank every question identically."""
+    rerank: str | None = None
+    """A cross-encoder re-scores the first stage's shortlist: ``replace`` or ``rrf``."""
+    rerank_depth: int = 30
 
     def describe(self, units: str) -> str:
         """The description, ``{units}`` filled with the suite's unit (``1000-character chunks``)."""
@@ -170,6 +173,18 @@ for _transport in ("stdio", "http"):
                    embedding=MINILM, twin="hybrid-rrf60", needs=(*DENSE_NEEDS, "mcp"),
                    description=f"hybrid (RRF k=60) through grk serve over {_transport} (top "
                    "10): must equal hybrid-rrf60 question for question"))
+
+RERANK_MODEL = "GROUNDKIT_RERANK_MODEL"
+"""The cross-encoder the rerank stages use (a model folder); unset, they are not measured."""
+for _first, _method in (("bm25", "replace"), ("bm25", "rrf"), ("hybrid", "replace")):
+    register(Stage(
+        name=f"{_first}-rerank" + ("-rrf" if _method == "rrf" else ""), golden=True,
+        mode=_first, rerank=_method, options={"rrf_k": 60} if _first == "hybrid" else {},
+        embedding=MINILM if _first == "hybrid" else None,
+        needs=DENSE_NEEDS if _first == "hybrid" else ("sentence_transformers",),
+        description=f"{_first} then a cross-encoder over its top 30 "
+        + ("(its order replaces the first stage's)" if _method == "replace"
+           else "(fused with the first stage's order by RRF, k=60)")))
 
 EXTERNAL_COMMON = (BASELINE, "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages")
 """The stages every external dataset runs by default."""

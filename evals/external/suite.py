@@ -79,6 +79,8 @@ class ExternalSuite:
     def unavailable(self, stage: Stage) -> str | None:
         if stage.twin is not None:
             return "MCP stages search real collections: golden and your own collection only"
+        if stage.rerank is not None:
+            return "rerank stages run on golden and your own collection only"
         if stage.stopwords is not None:
             try:
                 stopwords.register(stage.stopwords, self.prep.data)

@@ -24,6 +24,7 @@ from typing import Any
 
 import groundkit
 from evals import report as rpt
+from evals import rerank_stage
 from evals.engines import stage_retriever
 from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.judgments import judge
@@ -96,7 +97,7 @@ class CollectionSuite:
             return "a run file names external document ids; it scores external suites only"
         if stage.stopwords is not None:
             return "extra stopword lists apply to external suites only"
-        return None
+        return rerank_stage.unavailable(stage)
 
     def open(self, stage: Stage, log: Log) -> _CollectionRun | McpRun:
         settings = self.settings_of(stage)
@@ -235,9 +236,14 @@ class _CollectionRun:
         self.config = config
         self.qrels: metrics.Qrels | None = qrels
         self.embedded = MODES[stage.mode].embedding and stage.engine == "groundkit"
-        self.retriever = stage_retriever(
+        self.retriever = rerank_stage.wrap(stage_retriever(
             stage, snap, settings.analyzer, settings.bm25,
-            lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()])
+            lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()]), snap, stage)
+        if isinstance(self.retriever, rerank_stage.RerankedRetriever):
+            config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
+                                "identity": self.retriever.identity,
+                                "gate": f"decided on the first stage ({stage.mode}), "
+                                        "before reranking"}
 
     def prime(self, queries: Sequence[str]) -> None:
         if self.embedded:

@@ -137,6 +137,9 @@ def _summary(report: Report) -> str:
             f'<tr><th scope="row">{e(name)}{tag}<div class="desc">{e(stage["description"])}'
             f'</div></th><td class="n">{stage["judged"]}</td>{"".join(cells)}</tr>'
         )
+    for name, reason in report["config"].get("skipped_stages", {}).items():
+        rows.append(f'<tr class="not-measured"><th scope="row">{e(name)}</th><td class="n">—'
+                    f'</td><td colspan="{len(measures)}">{e(reason)}</td></tr>')
     return (
         '<section><h2>Summary</h2><p class="note">Mean over every judged question (no result '
         "counts as 0). Under each mean: the difference from the baseline with its "

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import GroundkitError
-from . import ask, commands, maintenance, serve, watch
+from . import ask, commands, maintenance, rerank, serve, watch
 from .registry import COMMANDS, EXIT_DRIFTED, EXIT_INTERRUPTED, EXIT_UNRESOLVABLE, Handler
 
-_LOADED = (commands, ask, maintenance, serve, watch)  # importing them registers their commands
+# importing them registers their commands
+_LOADED = (commands, ask, maintenance, rerank, serve, watch)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ from ..text.chunking import DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
 from . import watch
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
+from .rerank import rerank_arguments, rerank_options
 
 _BM25 = BM25Params()
 
@@ -258,6 +259,7 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify", action="store_true", help="re-read each hit's span and show "
                    "its verdict")
     abstain_arguments(p)
+    rerank_arguments(p)
 
 
 @command("search", "Search a collection (BM25 by default; modes are always explicit).")
@@ -272,6 +274,7 @@ def _search(p: argparse.ArgumentParser) -> Handler:
         options = {"top_k": args.top_k, "mode": args.mode, "score_threshold": args.score_threshold,
                    "explain": args.explain, "verify": args.verify, **mode_options(args)}
         with Collection.open(args.collection, args.home) as coll:
+            options.update(rerank_options(args, coll))
             if args.abstain:
                 result = coll.search_or_abstain(args.query, alpha=args.alpha, **options)
                 hits, decision = result.hits, result.decision

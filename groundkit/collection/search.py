@@ -18,6 +18,9 @@ from ..retrieval import gate, modes
 from ..retrieval.base import Retriever, Scored
 from ..retrieval.lexical import BM25Retriever
 from ..retrieval.modes import DEFAULT_MODE
+from ..retrieval.rerank import DEPTH as RERANK_DEPTH
+from ..retrieval.rerank import Reranker
+from ..retrieval.rerank import rerank as reranked
 from ..retrieval.signals import TOP, Evidence
 from ..text.analysis import check_query
 from . import calibration, freshness
@@ -35,16 +38,26 @@ def search(
     score_threshold: float | None = None,
     explain: bool = False,
     verify: bool = False,
+    rerank: Reranker | None = None,
+    rerank_depth: int = RERANK_DEPTH,
+    rerank_method: str = "replace",
     **options: Any,
 ) -> list[Hit]:
     """The ``top_k`` best chunks for ``query``, best first; ``[]`` when nothing matches.
 
     ``options`` are the mode's own (see its registry entry); ``verify`` re-reads
-    every hit's span now, with the collection's size limit.
+    every hit's span now, with the collection's size limit. With ``rerank`` the
+    mode's top ``rerank_depth`` are re-scored by the cross-encoder and reordered
+    (``rerank_method``: ``replace`` or ``rrf``; :mod:`groundkit.retrieval.rerank`).
     """
     retriever = _retriever(snap, query, top_k, mode, options)
-    scored = retriever.search(query, top_k, score_threshold=score_threshold, explain=explain)
-    return _hits(snap, scored, verify)
+    depth = max(top_k, rerank_depth) if rerank is not None else top_k
+    scored = retriever.search(query, depth, score_threshold=score_threshold, explain=explain)
+    if rerank is not None:
+        shortlist = snap.stored_chunks([s.position for s in scored[:rerank_depth]])
+        scored = reranked(scored, [item.chunk.text for item in shortlist], query, rerank,
+                          depth=rerank_depth, method=rerank_method, explain=explain)
+    return _hits(snap, scored[:top_k], verify)
 
 
 def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,
@@ -112,7 +125,7 @@ def _bm25_ranking(snap: Snapshot, query: str, mode: str, evidence: Evidence,
     """:func:`search`'s hits from the evidence's BM25 ranking, or ``None`` when it cannot
     stand for the search (another mode, or deeper than the evidence looked)."""
     top_k = options.get("top_k", 10)
-    if (mode != "bm25" or evidence.lexical is None
+    if (mode != "bm25" or evidence.lexical is None or options.get("rerank") is not None
             or not (isinstance(top_k, int) and top_k <= TOP)):
         return None
     rest = {k: v for k, v in options.items()

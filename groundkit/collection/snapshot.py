@@ -135,6 +135,8 @@ class Snapshot:
         """Release the connection and the generation (gc may then remove it); idempotent."""
         if "_query_embedder" in self.__dict__:
             self.query_embedder().close()
+        for key in [k for k in self.memo if k.startswith("reranker:")]:  # .rerankers
+            self.memo.pop(key).close()
         self.conn.close()
         pin, self._pin = self._pin, None
         if pin is not None:

@@ -5,7 +5,8 @@ to its documentation; :func:`argument_error` says instead which argument is
 wrong, what it must be, and (briefly, escaped) what came::
 
     invalid argument top_k: must be an integer from 1 to 50, got 1000
-    unknown argument 'bogus'; valid arguments: query, collections, top_k, mode, verify, abstain
+    unknown argument 'bogus'; valid arguments: query, collections, top_k, mode, verify, abstain,
+    rerank
 
 Caller-supplied text is shown through :func:`ascii` (control characters,
 confusables and bidirectional overrides appear as escapes, never raw) and
@@ -41,6 +42,8 @@ REQUIREMENTS: dict[str, str] = {
     "verify": _BOOLEAN,
     "abstain": _BOOLEAN,
     "check_changes": _BOOLEAN,
+    "rerank": "must be the name of a reranker registered for the collection (1 to 64 ASCII "
+              "letters, digits, '.', '_' or '-'), or omitted",
     "chunk_id": "must be a chunk id as returned by search: COLLECTION:<20 lowercase hex "
                 "digits>",
 }

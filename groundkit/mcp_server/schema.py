@@ -63,6 +63,12 @@ Abstain = Annotated[bool, Field(description=(
     "that', not 'not looked'. The guarantee is statistical: over questions like the "
     "collection's calibration questions, at most alpha of unanswerable ones get an answer. A "
     "collection without a calibration for the mode is an error."))]
+RerankName = Annotated[str | None, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+                                         description=(
+    "Re-score each collection's top 30 hits with a cross-encoder registered for it "
+    "(grk rerankers --add NAME PATH on the server's machine); a name, never a path. Each "
+    "hit's explanation then gives the reranker's score and its rank before and after. With "
+    "abstain, the gate decides on the first stage, before reranking."))]
 ChunkId = Annotated[str, Field(pattern=_CHUNK_ID, max_length=85,
                                description="A chunk id from search: COLLECTION:<20 hex>.")]
 CheckChanges = Annotated[bool, Field(description="Hash every indexed file (and walk the roots) "

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..collection import resolve_home
+from ..collection import rerankers, resolve_home
 from ..collection.status import collection_status
 from ..errors import CollectionNotFoundError, GroundkitError, IndexMismatchError, IntegrityError
 from ..model import Hit, split_chunk_id
@@ -34,6 +34,7 @@ from .schema import (
     ListCollectionsOutput,
     Mode,
     Query,
+    RerankName,
     SearchOutput,
     StatusOutput,
     TopK,
@@ -63,7 +64,7 @@ class Tools:
 
     def search(self, query: Query, collections: CollectionNames = None, top_k: TopK = 10,
                mode: Mode = DEFAULT_MODE, verify: Verify = False,
-               abstain: Abstain = False) -> SearchOutput:
+               abstain: Abstain = False, rerank: RerankName = None) -> SearchOutput:
         with self._domain_errors():
             names = list(dict.fromkeys(collections or self.pool.served()))
             if not names:
@@ -72,14 +73,17 @@ class Tools:
             decisions = []
             for name in names:
                 with self.pool.lease(name, bm25=True) as coll:
+                    options = {} if rerank is None else {
+                        "rerank": rerankers.load(coll.snapshot, rerank, allow_path=False)}
                     if abstain:
                         result = coll.search_or_abstain(query, top_k=top_k, mode=mode,
-                                                        verify=verify)
+                                                        verify=verify, **options)
                         hits = result.hits
                         decisions.append(GateDecision(collection=name,
                                                       **result.decision.to_dict()))
                     else:
-                        hits = coll.search(query, top_k=top_k, mode=mode, verify=verify)
+                        hits = coll.search(query, top_k=top_k, mode=mode, verify=verify,
+                                           **options)
                 found.extend((hit, name) for hit in hits)
         found.sort(key=lambda pair: (-pair[0].score, pair[0].rank, pair[1]))
         out = SearchOutput(
