@@ -54,6 +54,11 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
         print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
         if explain:
             for e in hit.explanation:
+                if e.retriever == "rerank":
+                    print(f"     rerank ({e.detail['method']}): cross-encoder score "
+                          f"{e.score:.4f}, rank {e.detail['rank_before']} -> "
+                          f"{e.detail['rank_after']}")
+                    continue
                 fused = (f", adds {e.detail['contribution']:.4f} to the fused score"
                          if "contribution" in e.detail else "")
                 print(f"     {e.retriever}: rank {e.rank}, score {e.score:.4f}{fused}")

@@ -65,6 +65,8 @@ def test_the_command_line_registers_lists_and_searches_with_a_reranker(
         hits = json.loads(capsys.readouterr().out)["hits"]
         assert code == 0 and hits and any(e["retriever"] == "rerank"
                                           for e in hits[0]["explanation"])
+    assert main(["search", "lamps keepers", "-c", "k", "--rerank", "tiny", "--explain"]) == 0
+    assert "rerank (replace): cross-encoder score" in capsys.readouterr().out
     assert main(["search", "lamps", "-c", "k", "--rerank", "nosuch"]) == UsageError.exit_code
     assert "unknown reranker 'nosuch'" in capsys.readouterr().err
     copy = tmp_path / "other-ce"
