@@ -232,8 +232,9 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
     lines += gate_lines(report)
     lines += answer_lines(report)
     lines += mcp_lines(report)
-    lines += [f"  not measured: {name}: {reason}"
-              for name, reason in report["config"].get("skipped_stages", {}).items()]
+    skipped = report["config"].get("skipped_stages", {})
+    lines += ["\nstages not run:"] * bool(skipped)
+    lines += [f"  {name}: {reason}" for name, reason in skipped.items()]
     for c in report["config"].get("checks", []):
         got = "n/a" if c["observed"] is None else f"{c['observed']:.4f}"
         lines.append(f"  [{'pass' if c['passed'] else 'FAIL'}] {c['kind']}: {c['stage']} "
