@@ -20,46 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
-import select
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from common import ROOT, latency_summary, load_average, machine, ratio, write_result
 
 from groundkit.collection import IndexConfig, index
 from groundkit.testing.mcp_load import run_load
+from groundkit.testing.serve_http import http_server
 
 GOLDEN = ROOT / "golden" / "v1"
-
-
-@contextmanager
-def server(home: Path, token: str) -> Iterator[tuple[str, int]]:
-    env = {**os.environ, "GROUNDKIT_BENCH_TOKEN": token}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "groundkit", "serve", "--home", str(home), "--transport", "http",
-         "--port", "0", "--token-env", "GROUNDKIT_BENCH_TOKEN"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    try:
-        deadline, line = time.monotonic() + 120, ""
-        while " at http://" not in line:
-            ready, _, _ = select.select([proc.stderr], [], [], max(0, deadline - time.monotonic()))
-            line = proc.stderr.readline().decode() if ready else ""
-            if not line:
-                raise SystemExit("grk serve did not start")
-        yield line.split(" at ")[1].split()[0], proc.pid
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-        proc.stderr.close()
 
 
 def rss_mib(pid: int) -> float:
@@ -82,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-mcp-load-") as tmp:
         home = Path(tmp)
         index("golden", IndexConfig(roots=(str(GOLDEN / "docs"),), include=("*",)), home=home)
-        with server(home, token) as (url, pid):
+        with http_server(home, token) as (url, pid):
             run_load(url, token, queries, calls=100, clients=4)  # warm up
             alone = run_load(url, token, queries, calls=args.calls, clients=1)
             loaded = run_load(url, token, queries, calls=args.calls, clients=args.clients,

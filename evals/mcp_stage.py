@@ -15,9 +15,6 @@ from __future__ import annotations
 import math
 import os
 import secrets
-import select
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -30,6 +27,7 @@ from evals.score import metrics
 from evals.stages import Stage
 from groundkit.collection import Collection
 from groundkit.errors import GroundkitError
+from groundkit.testing.serve_http import http_server
 
 MCP_ENGINES = {"mcp-stdio": "stdio", "mcp-http": "http"}
 MAX_TOP_K = 10
@@ -173,7 +171,8 @@ def _client(transport: str, home: Path, name: str) -> Iterator[Any]:
     with ExitStack() as stack:
         portal = stack.enter_context(start_blocking_portal())
         if transport == "http":
-            url, token = stack.enter_context(_http_server(home, name))
+            token = secrets.token_hex(16)
+            url, _ = stack.enter_context(http_server(home, token, collections=[name]))
             client = stack.enter_context(portal.wrap_async_context_manager(_http(url, token)))
         else:
             client = stack.enter_context(portal.wrap_async_context_manager(_stdio(home, name)))
@@ -211,31 +210,3 @@ async def _http(url: str, token: str) -> AsyncIterator[Any]:
     async with (httpx2.AsyncClient(headers=headers, timeout=120) as http,
                 Client(streamable_http_client(url, http_client=http)) as client):
         yield client
-
-
-@contextmanager
-def _http_server(home: Path, name: str) -> Iterator[tuple[str, str]]:
-    """``grk serve --transport http`` on a free loopback port, with a fresh bearer token."""
-    token = secrets.token_hex(16)
-    env = {**os.environ, "GROUNDKIT_EVAL_TOKEN": token}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "groundkit", "serve", "--home", str(home), "--collection", name,
-         "--transport", "http", "--port", "0", "--token-env", "GROUNDKIT_EVAL_TOKEN"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    try:
-        deadline, line = time.monotonic() + 120, ""
-        while " at http://" not in line:
-            ready, _, _ = select.select([proc.stderr], [], [], max(0, deadline - time.monotonic()))
-            line = proc.stderr.readline().decode() if ready else ""
-            if not line:
-                raise GroundkitError("grk serve --transport http did not start")
-        yield line.split(" at ")[1].split()[0], token
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stderr.close()

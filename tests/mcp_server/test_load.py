@@ -3,12 +3,6 @@ reads its replies: a real ``grk serve`` subprocess on loopback."""
 
 from __future__ import annotations
 
-import os
-import select
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +11,7 @@ from mcp_helpers import many_docs, write_tree
 
 from groundkit.collection import IndexConfig, index
 from groundkit.testing.mcp_load import run_load
+from groundkit.testing.serve_http import http_server
 
 pytest.importorskip("mcp")
 REPO = Path(__file__).resolve().parents[2]
@@ -28,29 +23,8 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("load")
     home = base / "home"
     index("k", IndexConfig(roots=(str(write_tree(base / "docs", many_docs())),)), home=home)
-    env = {**os.environ, "GRK_TEST_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "groundkit", "serve", "--home", str(home), "--transport", "http",
-         "--port", "0", "--token-env", "GRK_TEST_TOKEN"],
-        cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
-    assert proc.stderr
-    try:
-        deadline, line = time.monotonic() + 60, ""
-        while " at http://" not in line:
-            ready, _, _ = select.select([proc.stderr], [], [], max(0, deadline - time.monotonic()))
-            assert ready, "grk serve did not start"
-            line = proc.stderr.readline().decode()
-            assert line, "grk serve exited"
-        yield line.split(" at ")[1].split()[0]
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stderr.close()
+    with http_server(home, TOKEN) as (served, _):
+        yield served
 
 
 def test_a_thousand_calls_from_64_sessions_all_succeed_past_a_client_that_never_reads(
