@@ -32,8 +32,9 @@ from groundkit.testing.serve_http import http_server
 MCP_ENGINES = {"mcp-stdio": "stdio", "mcp-http": "http"}
 MAX_TOP_K = 10
 """How deep an MCP stage ranks (the tool allows 50): deep enough for nDCG@10 and its
-comparison with the twin; each hit costs the server about 0.6 ms to serialise and
-validate (measured in process), so 50 would add minutes to ``make eval``."""
+comparison with the twin; each hit costs about 0.6 ms, most of it the SDK client's
+jsonschema validation of the result (profiled in process), so 50 would add minutes
+to ``make eval``."""
 SHOWN_DIFFERENCES = 5
 
 
