@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.stages import RERANK_MODEL, Stage
-from groundkit.retrieval.base import Resources, Retriever, Scored
+from groundkit.collection.search import Reranked
+from groundkit.collection.snapshot import Snapshot
+from groundkit.retrieval.base import Retriever, Scored
 
 NOT_MEASURED = (f"not measured (no reranker model configured: set {RERANK_MODEL}=PATH or "
                 "--rerank-model PATH)")
@@ -45,35 +47,27 @@ def reranker() -> Any:
     return _LOADED[path]
 
 
-class RerankedRetriever:
-    """``first`` ranks; the cross-encoder re-scores its top ``stage.rerank_depth``."""
+class RerankedRetriever(Reranked):
+    """``groundkit``'s reranked retrieval (the one ``grk search --rerank`` runs), ranking
+    only the shortlist: below it the first stage's scores are on another scale, and a run
+    file is ordered by score, so a rerank stage ranks ``depth`` deep."""
 
-    def __init__(self, first: Retriever, resources: Any, stage: Stage) -> None:
-        self.first, self.resources, self.stage = first, resources, stage
-        self.name = f"{first.name}+rerank"
-        self.model = reranker()
+    def __init__(self, first: Retriever, snap: Snapshot, stage: Stage) -> None:
+        super().__init__(first, snap, reranker(), depth=stage.rerank_depth,
+                         method=str(stage.rerank))
 
     @property
     def identity(self) -> dict[str, Any]:
-        return dict(self.model.identity.to_dict())
+        return dict(self.reranker.identity.to_dict())
 
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
-        from groundkit.retrieval.rerank import rerank
-
-        depth = self.stage.rerank_depth
-        scored = self.first.search(query, max(top_k, depth), score_threshold=score_threshold,
-                                   explain=explain)
-        texts = [item.chunk.text for item in
-                 self.resources.stored_chunks([s.position for s in scored[:depth]])]
-        # Only the shortlist: below it the first stage's scores are on another scale, and
-        # a run file is ordered by score, so a rerank stage ranks ``depth`` deep.
-        return rerank(scored, texts, query, self.model, depth=depth,
-                      method=str(self.stage.rerank), explain=explain)[:min(top_k, depth)]
+        return super().search(query, min(top_k, self.depth), score_threshold=score_threshold,
+                              explain=explain)
 
 
-def wrap(first: Retriever, resources: Resources, stage: Stage) -> Retriever:
-    return RerankedRetriever(first, resources, stage) if stage.rerank else first
+def wrap(first: Retriever, snap: Snapshot, stage: Stage) -> Retriever:
+    return RerankedRetriever(first, snap, stage) if stage.rerank else first
 
 
 __all__: Sequence[str] = ("NOT_MEASURED", "RerankedRetriever", "unavailable", "wrap")

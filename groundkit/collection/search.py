@@ -51,13 +51,29 @@ def search(
     (``rerank_method``: ``replace`` or ``rrf``; :mod:`groundkit.retrieval.rerank`).
     """
     retriever = _retriever(snap, query, top_k, mode, options)
-    depth = max(top_k, rerank_depth) if rerank is not None else top_k
-    scored = retriever.search(query, depth, score_threshold=score_threshold, explain=explain)
     if rerank is not None:
-        shortlist = snap.stored_chunks([s.position for s in scored[:rerank_depth]])
-        scored = reranked(scored, [item.chunk.text for item in shortlist], query, rerank,
-                          depth=rerank_depth, method=rerank_method, explain=explain)
-    return _hits(snap, scored[:top_k], verify)
+        retriever = Reranked(retriever, snap, rerank, depth=rerank_depth, method=rerank_method)
+    scored = retriever.search(query, top_k, score_threshold=score_threshold, explain=explain)
+    return _hits(snap, scored, verify)
+
+
+class Reranked:
+    """A retriever whose first ``depth`` hits a cross-encoder re-scores (the rest follow in
+    the first stage's order and scores; :func:`groundkit.retrieval.rerank.rerank`)."""
+
+    def __init__(self, first: Retriever, snap: Snapshot, reranker: Reranker, *,
+                 depth: int = RERANK_DEPTH, method: str = "replace") -> None:
+        self.first, self.snap, self.reranker = first, snap, reranker
+        self.depth, self.method = depth, method
+        self.name = f"{first.name}+rerank"
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        scored = self.first.search(query, max(top_k, self.depth),
+                                   score_threshold=score_threshold, explain=explain)
+        shortlist = self.snap.stored_chunks([s.position for s in scored[:self.depth]])
+        return reranked(scored, [item.chunk.text for item in shortlist], query, self.reranker,
+                        depth=self.depth, method=self.method, explain=explain)[:top_k]
 
 
 def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,

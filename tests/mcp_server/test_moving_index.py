@@ -13,7 +13,6 @@ import json
 import os
 import queue
 import random
-import select
 import signal
 import sqlite3
 import subprocess
@@ -23,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import httpx2
@@ -33,6 +32,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from groundkit.collection import IndexConfig, index
+from groundkit.testing.serve_http import http_server
 
 pytest.importorskip("watchdog")
 
@@ -47,12 +47,6 @@ def _doc(i: int, version: int) -> str:
             f"with marker m{i:02d}v{version} and words about keepers and lamps.\n") * 3
 
 
-def _line(stream: IO[bytes], deadline: float) -> str:
-    ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
-    assert ready, "timed out waiting for a child process"
-    return stream.readline().decode()
-
-
 @pytest.fixture
 def served(tmp_path: Path,
            request: pytest.FixtureRequest) -> Iterator[tuple[str | None, Path, dict[str, str]]]:
@@ -65,7 +59,7 @@ def served(tmp_path: Path,
         (root / f"n{i:02d}.md").write_text(_doc(i, 0))
     extra = {} if gc else {"gc": {"auto": False}}
     index("k", IndexConfig(roots=(str(root),), extra=extra), home=home)
-    env = {**os.environ, "GRK_TEST_TOKEN": TOKEN, "GROUNDKIT_HOME": str(home)}
+    env = {**os.environ, "GROUNDKIT_HOME": str(home)}
     deadline = time.monotonic() + 60
     with _process(["watch", "-c", "k", "--json", "--debounce", "0.05"], env,
                   stdout=subprocess.PIPE) as watcher:
@@ -78,14 +72,8 @@ def served(tmp_path: Path,
         if transport == "stdio":
             yield None, root, env
             return
-        with _process(["serve", "--transport", "http", "--port", "0",
-                       "--token-env", "GRK_TEST_TOKEN"], env, stderr=subprocess.PIPE) as server:
-            assert server.stderr
-            line = ""
-            while "streamable HTTP at http://127.0.0.1:" not in line:
-                line = _line(server.stderr, deadline)
-                assert line, "grk serve exited"
-            yield line.split(" at ")[1].split()[0], root, env
+        with http_server(home, TOKEN) as (url, _):
+            yield url, root, env
 
 
 @contextmanager
