@@ -22,6 +22,7 @@ from groundkit.errors import MissingDependencyError, UsageError
 from groundkit.model import Contribution
 from groundkit.retrieval.base import Resources, Retriever, Scored
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.fusion import FusionRetriever
 from groundkit.retrieval.modes import make_retriever
 from groundkit.text.analysis import Analyzer
 
@@ -102,11 +103,45 @@ REFERENCES: dict[str, Callable[[Sequence[list[str]], Analyzer, BM25Params], Retr
 }
 
 
+class Remembered:
+    """A retriever whose answers are kept per query and depth, for stages that share it.
+
+    The dense stage and the five hybrid stages of a golden run search one collection:
+    each asks the same dense (and BM25) question at the same depth, so it is answered
+    once. The lists are immutable values, so sharing them changes nothing.
+    """
+
+    def __init__(self, inner: Retriever) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._answers: dict[tuple[Any, ...], list[Scored]] = {}
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        key = (query, top_k, score_threshold, explain)
+        if key not in self._answers:
+            self._answers[key] = self.inner.search(query, top_k, score_threshold=score_threshold,
+                                                   explain=explain)
+        return self._answers[key]
+
+
 def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, params: BM25Params,
-                    unit_terms: Callable[[], Sequence[list[str]]]) -> Retriever:
-    """The retriever a stage ranks with over ``resources`` (whose units ``unit_terms`` analyses)."""
+                    unit_terms: Callable[[], Sequence[list[str]]],
+                    shared: dict[str, Remembered] | None = None) -> Retriever:
+    """The retriever a stage ranks with over ``resources`` (whose units ``unit_terms`` analyses).
+
+    With ``shared`` (one dict per collection), groundkit's dense and BM25 retrievers are
+    :class:`Remembered` there, so stages over the same collection search each once.
+    """
     if stage.engine == "groundkit":
-        return make_retriever(resources, stage.mode, stage.options)
+        retriever = make_retriever(resources, stage.mode, stage.options)
+        if shared is None:
+            return retriever
+        if isinstance(retriever, FusionRetriever):
+            retriever.retrievers = {name: shared.setdefault(name, Remembered(inner))
+                                    for name, inner in retriever.retrievers.items()}
+            return retriever
+        return shared.setdefault(retriever.name, Remembered(retriever))
     if stage.engine in REFERENCES:
         return REFERENCES[stage.engine](unit_terms(), analyzer, params)
     raise UsageError(f"stage {stage.name!r}: engine {stage.engine!r} does not rank units")

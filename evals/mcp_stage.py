@@ -1,48 +1,52 @@
 """The MCP server as a system under test: stages that search through ``grk serve``.
 
 An MCP stage runs every question through the ``search`` tool of a real ``grk serve``
-subprocess, over stdio (the official SDK client starts the server) or streamable
-HTTP (the harness starts the server on a free loopback port with a bearer token),
-against the very collection its *twin* (the direct stage with the same mode and
-settings) searches. The harness then compares the two question by question
-(:func:`compare`): the same chunk ids with the same offsets and scores in the same
-order, down to :data:`MAX_TOP_K`. Any difference fails the run and is shown
-in the report; each call's latency is measured and reported beside the metrics.
+subprocess, over stdio or streamable HTTP (on a free loopback port with a fresh bearer
+token), against the very collection its *twin* (the direct stage with the same mode and
+settings) searches. The client speaks the protocol on the wire (:mod:`evals.mcp_wire`:
+handshake, ids, every result validated against the tool's declared output schema).
+The harness then compares the two question by question (:func:`compare`): the same
+chunk ids with the same offsets and scores in the same order, down to
+:data:`MAX_TOP_K`. Any difference fails the run and is shown in the report; each
+call's latency is measured and reported beside the metrics.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import secrets
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import ExitStack, asynccontextmanager, contextmanager
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from typing import Any, Protocol
 
+from evals import mcp_wire
 from evals import report as rpt
 from evals.score import metrics
 from evals.stages import Stage
 from groundkit.collection import Collection
+from groundkit.collection.snapshot import Snapshot
 from groundkit.errors import GroundkitError
-from groundkit.testing.serve_http import http_server
+from groundkit.store import StoredChunk
 
 MCP_ENGINES = {"mcp-stdio": "stdio", "mcp-http": "http"}
 MAX_TOP_K = 10
 """How deep an MCP stage ranks (the tool allows 50): deep enough for nDCG@10 and its
-comparison with the twin; each hit costs about 0.6 ms, most of it the SDK client's
-jsonschema validation of the result (profiled in process), so 50 would add minutes
-to ``make eval``."""
+comparison with the twin, and every hit is one more for the server to build and send."""
 SHOWN_DIFFERENCES = 5
+
+
+class VerdictCache(Protocol):
+    """The suite's verdicts, one re-read per span and run (:class:`evals.golden.suite.Verdicts`)."""
+
+    def of(self, snap: Snapshot, stored: StoredChunk) -> str: ...
 
 
 class McpRun:
     """A :class:`~evals.harness.StageRun` whose ranking comes from the MCP ``search`` tool."""
 
     def __init__(self, stage: Stage, coll: Collection, qrels: metrics.Qrels,
-                 config: dict[str, Any], description: str, verdicts: dict[str, str]) -> None:
+                 config: dict[str, Any], description: str, verdicts: VerdictCache) -> None:
         self.stage, self.coll, self.snapshot = stage, coll, coll.snapshot
         self.home = coll.snapshot.directory.parents[1]  # <home>/collections/<name>
         self.qrels: metrics.Qrels | None = qrels
@@ -57,8 +61,9 @@ class McpRun:
         self._call: Any = None
 
     def prime(self, queries: Sequence[str]) -> None:
-        self._call = self._stack.enter_context(_client(MCP_ENGINES[self.stage.engine],
-                                                       self.home, self.coll.name))
+        transport = MCP_ENGINES[self.stage.engine]
+        self._call = self._stack.enter_context(mcp_wire.session(
+            transport, self.home, self.coll.name, secrets.token_hex(16))).call
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
         args = {"query": question.text, "collections": [self.coll.name],
@@ -91,13 +96,11 @@ class McpRun:
 
     def _verdict(self, chunk_id: str) -> str:
         """The shown hit's verdict (re-read once per run, whichever stage shows it first)."""
-        if chunk_id not in self.verdicts:
-            stored = self.coll.snapshot.lookup(chunk_id)
-            if stored is None:
-                raise GroundkitError(f"the MCP server returned chunk {chunk_id!r}, which the "
-                                     "collection does not hold")
-            self.verdicts[chunk_id] = self.coll.snapshot.verify(stored).status.value
-        return self.verdicts[chunk_id]
+        stored = self.coll.snapshot.lookup(chunk_id)
+        if stored is None:
+            raise GroundkitError(f"the MCP server returned chunk {chunk_id!r}, which the "
+                                 "collection does not hold")
+        return self.verdicts.of(self.coll.snapshot, stored)
 
 
 def latency(values: Sequence[float]) -> dict[str, float | int | None]:
@@ -155,59 +158,3 @@ def checks(block: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"kind": "mcp-twin", "stage": name, "measure": f"questions differing from {b['twin']}",
              "observed": float(b["differing"]), "expected": 0.0, "tolerance": 0.0,
              "passed": b["differing"] == 0} for name, b in block.items()]
-
-
-# -- clients -------------------------------------------------------------------------------
-
-
-@contextmanager
-def _client(transport: str, home: Path, name: str) -> Iterator[Any]:
-    """``call(tool, args) -> structured result`` over a real ``grk serve`` subprocess.
-
-    The SDK client is async; it lives in a blocking portal's event loop (entered and
-    exited by one task there), and the harness's synchronous loop calls into it.
-    """
-    from anyio.from_thread import start_blocking_portal
-
-    with ExitStack() as stack:
-        portal = stack.enter_context(start_blocking_portal())
-        if transport == "http":
-            token = secrets.token_hex(16)
-            url, _ = stack.enter_context(http_server(home, token, collections=[name]))
-            client = stack.enter_context(portal.wrap_async_context_manager(_http(url, token)))
-        else:
-            client = stack.enter_context(portal.wrap_async_context_manager(_stdio(home, name)))
-
-        def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-            result = portal.call(client.call_tool, tool, args)
-            if result.is_error:
-                text = " ".join(getattr(c, "text", "") for c in result.content)
-                raise GroundkitError(f"MCP {tool} failed: {text}")
-            return dict(result.structured_content)
-
-        yield call
-
-
-@asynccontextmanager
-async def _stdio(home: Path, name: str) -> AsyncIterator[Any]:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "groundkit", "serve", "--home", str(home),
-                                      "--collection", name], env=dict(os.environ))
-    with open(os.devnull, "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
-            yield client
-
-
-@asynccontextmanager
-async def _http(url: str, token: str) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {token}"}
-    async with (httpx2.AsyncClient(headers=headers, timeout=120) as http,
-                Client(streamable_http_client(url, http_client=http)) as client):
-        yield client

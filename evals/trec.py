@@ -51,8 +51,13 @@ def write_run(path: str | Path, ranked: Mapping[str, Sequence[tuple[str, float]]
         return value
 
     token(tag, "run tag")
-    lines = [f"{token(q, 'query id')} Q0 {token(d, 'doc id')} {rank} {float(score)!r} {tag}\n"
-             for q in sorted(ranked) for rank, (d, score) in enumerate(ranked[q], start=1)]
+    lines = []
+    for q in sorted(ranked):
+        head = f"{token(q, 'query id')} Q0 "
+        for d, _ in ranked[q]:
+            token(d, "doc id")  # in order: the first bad id is the one named
+        lines += [f"{head}{d} {rank} {float(score)!r} {tag}\n"
+                  for rank, (d, score) in enumerate(ranked[q], start=1)]
     return _write_lines(path, lines)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import rerank_stage
-from evals.engines import stage_retriever
+from evals.engines import Remembered, stage_retriever
 from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.judgments import judge
 from evals.golden.model import Golden
@@ -43,6 +43,7 @@ from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.modes import MODES
 from groundkit.retrieval.signals import DenseEvidence, Evidence, LexicalEvidence, lexical_evidence
 from groundkit.retrieval.signals import compute as compute_signals
+from groundkit.store import StoredChunk
 from groundkit.text.analysis import Analyzer
 from groundkit.text.chunking import ChunkerConfig
 
@@ -84,8 +85,7 @@ class CollectionSuite:
         self.questions = questions_of(golden)
         self.qrels: metrics.Qrels = {}
         self._opened: dict[tuple[Any, ...], tuple[Collection, metrics.Qrels]] = {}
-        self._verdicts: dict[str, str] = {}
-        """chunk id -> verdict: a shown chunk is re-read once per run, whatever stage shows it."""
+        self._verdicts = Verdicts()
         self._evidence = EvidenceCache()
         self.answers = True
         """Whether finishing adds the answer stages (evals.golden.answers)."""
@@ -191,6 +191,24 @@ class CollectionSuite:
         return Collection.open(name, self.home)
 
 
+class Verdicts:
+    """Each shown span's verdict, re-read once per run whatever stage or collection shows it.
+
+    Keyed by the chunk id's key, which names the span of the file's content (document
+    id, content hash, offsets): every collection of a suite indexes the same roots, so
+    the same key is the same bytes on disk.
+    """
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, str] = {}
+
+    def of(self, snap: Snapshot, stored: StoredChunk) -> str:
+        key = stored.chunk.chunk_id.partition(":")[2]
+        if key not in self._by_key:
+            self._by_key[key] = snap.verify(stored).status.value
+        return self._by_key[key]
+
+
 class EvidenceCache:
     """What each collection's retrievers know about each question, computed once.
 
@@ -202,6 +220,8 @@ class EvidenceCache:
         self._lexical: dict[tuple[str, str], LexicalEvidence] = {}
         self._dense: dict[tuple[str, str], DenseEvidence | None] = {}
         self._signals: dict[tuple[str, str, str], dict[str, float]] = {}
+        self.retrievers: dict[str, dict[str, Remembered]] = {}
+        """collection -> its shared first-stage retrievers (:func:`stage_retriever`)."""
 
     def signals(self, snap: Snapshot, mode: str, query: str) -> dict[str, float]:
         if (snap.name, mode, query) not in self._signals:
@@ -225,7 +245,7 @@ class EvidenceCache:
 class _CollectionRun:
     def __init__(self, stage: Stage, coll: Collection, settings: IndexSettings,
                  qrels: metrics.Qrels, config: dict[str, Any], description: str,
-                 verdicts: dict[str, str], evidence: EvidenceCache) -> None:
+                 verdicts: Verdicts, evidence: EvidenceCache) -> None:
         snap = coll.snapshot
         self.verdicts = verdicts
         self.evidence = evidence
@@ -238,7 +258,8 @@ class _CollectionRun:
         self.embedded = MODES[stage.mode].embedding and stage.engine == "groundkit"
         self.retriever = rerank_stage.wrap(stage_retriever(
             stage, snap, settings.analyzer, settings.bm25,
-            lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()]), snap, stage)
+            lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
+            evidence.retrievers.setdefault(snap.name, {})), snap, stage)
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
                                 "identity": self.retriever.identity,
@@ -262,11 +283,8 @@ class _CollectionRun:
         records = []
         for rank, (s, item) in enumerate(zip(scored, stored, strict=False), start=1):
             hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)
-            cid = item.chunk.chunk_id
-            if cid not in self.verdicts:
-                self.verdicts[cid] = self.snapshot.verify(item).status.value
             records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name),
-                                                  self.verdicts[cid]))
+                                                  self.verdicts.of(self.snapshot, item)))
         ids = self.snapshot.chunk_ids()
         records += [rpt.HitRecord(rank=rank, chunk_id=ids[s.position], doc_id="", start=0, end=0,
                                   score=s.score, text="")
@@ -288,10 +306,11 @@ def golden_suite(path: str | Path, home: Path, *,
                  embedding_cache: Path | None = None) -> CollectionSuite:
     """The golden version at ``path``, its integrity checked first (``IntegrityError``).
 
-    Quotes, ids and checksums must hold; the corpus-level minimums are a lint rule
-    (``python -m evals lint``), so a draft version can be measured before it has them.
+    Quotes, ids and checksums must hold; the corpus-level minimums and the authoring
+    rules are the lint's (``python -m evals lint``), so a draft version can be measured
+    before it meets them.
     """
-    golden = load_golden(path, coverage=False)
+    golden = load_golden(path, coverage=False, rules=False)
     manifest = hashlib.sha256((Path(path) / MANIFEST_FILE).read_bytes()).hexdigest()
     python, libraries = rpt.environment()
     provenance = rpt.Provenance(

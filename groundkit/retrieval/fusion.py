@@ -199,15 +199,29 @@ def _positions(ranked_lists: RankedLists) -> dict[str, list[tuple[str, int, floa
         raise UsageError("fusion needs at least one ranked list")
     out: dict[str, list[tuple[str, int, float]]] = {}
     for name in sorted(ranked_lists):
-        seen: set[str] = set()
-        for rank, (chunk_id, score) in enumerate(ranked_lists[name], start=1):
-            if chunk_id in seen:
-                raise UsageError(f"retriever {name!r} returned {chunk_id!r} twice")
-            if not math.isfinite(score):
-                raise UsageError(f"retriever {name!r} gave {chunk_id!r} a non-finite score")
-            seen.add(chunk_id)
-            out.setdefault(chunk_id, []).append((name, rank, float(score)))
+        ranked = ranked_lists[name]
+        ids = [chunk_id for chunk_id, _ in ranked]
+        scores = [float(score) for _, score in ranked]
+        if len(set(ids)) != len(ids) or not all(map(math.isfinite, scores)):
+            _reject(name, ids, scores)
+        for rank, (chunk_id, score) in enumerate(zip(ids, scores, strict=True), start=1):
+            entries = out.get(chunk_id)
+            if entries is None:
+                out[chunk_id] = [(name, rank, score)]
+            else:
+                entries.append((name, rank, score))
     return out
+
+
+def _reject(name: str, ids: Sequence[str], scores: Sequence[float]) -> None:
+    """The first repeated chunk or non-finite score of list ``name``, as a UsageError."""
+    seen: set[str] = set()
+    for chunk_id, score in zip(ids, scores, strict=True):
+        if chunk_id in seen:
+            raise UsageError(f"retriever {name!r} returned {chunk_id!r} twice")
+        if not math.isfinite(score):
+            raise UsageError(f"retriever {name!r} gave {chunk_id!r} a non-finite score")
+        seen.add(chunk_id)
 
 
 def _fused_hits(
@@ -220,15 +234,26 @@ def _fused_hits(
 
     A candidate's score is the :func:`math.fsum` of its ``value`` per list (the
     numbers its explanation carries as ``contribution``), ties broken by ``chunk_id``.
+    One or two values are added directly: a correctly rounded sum, as ``fsum``'s.
     """
-    scored = {cid: math.fsum(value(*entry) for entry in entries)
-              for cid, entries in positions.items()}
-    ordered = sorted(scored, key=lambda cid: (-scored[cid], cid))[:top_k]
+    scored = {}
+    for cid, entries in positions.items():
+        if len(entries) == 1:
+            scored[cid] = value(*entries[0])
+        elif len(entries) == 2:
+            scored[cid] = value(*entries[0]) + value(*entries[1])
+        else:
+            scored[cid] = math.fsum(value(*entry) for entry in entries)
+    ordered = sorted(scored.items(), key=_best_first)[:top_k]
     return [
-        FusedHit(chunk_id=cid, score=scored[cid], rank=position,
+        FusedHit(chunk_id=cid, score=score, rank=position,
                  contributions=tuple(explain(*entry) for entry in positions[cid]))
-        for position, cid in enumerate(ordered, start=1)
+        for position, (cid, score) in enumerate(ordered, start=1)
     ]
+
+
+def _best_first(item: tuple[str, float]) -> tuple[float, str]:
+    return -item[1], item[0]
 
 
 def _min_max(ranked: RankedList) -> tuple[float, float]:
