@@ -38,9 +38,11 @@ def _running(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=str(cli.DEFAULT_OUT), help="folder for the report (golden "
                    "and your own questions: latest.json; a dataset: <dataset>.json) and runs/")
     p.add_argument("--cache", default=str(cli.DEFAULT_CACHE), help="folder for embeddings, "
-                   "vectors and materialised external collections, kept between runs")
+                   "the golden stages' collections and materialised external collections, "
+                   "kept between runs")
     p.add_argument("--fresh", action="store_true",
-                   help="external: rewrite and re-index instead of reusing the cache")
+                   help="index everything anew in a temporary home (golden) or rewrite and "
+                   "re-index (external) instead of reusing the cache")
     p.add_argument("--join", help="external: title/text join, flat or text (default: the "
                    "dataset's)")
     p.add_argument("--expected-dir", default=str(cli.EXPECTED_DIR), help="external: gate each "

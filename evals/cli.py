@@ -114,7 +114,10 @@ def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[regi
     else:
         from evals.golden.suite import golden_suite
 
-        suite = golden_suite(args.golden or DEFAULT_GOLDEN, home, embedding_cache=embeddings)
+        # the stages' collections persist in the cache: a warm run re-indexes incrementally
+        # (nothing changed: nothing rebuilt); --fresh indexes all of them anew
+        kept = home if args.fresh else cache / "golden"
+        suite = golden_suite(args.golden or DEFAULT_GOLDEN, kept, embedding_cache=embeddings)
         defaults = [registry.STAGES[n] for n in registry.golden_defaults()]
     stack.callback(suite.close)
     return suite, defaults, out / "latest.json", out / "runs", settings

@@ -185,10 +185,17 @@ class CollectionSuite:
             if self.embedding_cache is not None:
                 extra["embedding"]["cache"] = str(self.embedding_cache)
         config = dataclasses.replace(self.base, chunker=settings.chunker, extra=extra)
-        name = f"golden{len(self._opened)}"
+        name = self.collection_name(key)
         report = index(name, config, home=self.home)
-        log(f"{self.label}: indexed {report.chunks} chunks for {stage}")
+        log(f"{self.label}: indexed {report.chunks} chunks for {stage}"
+            + (f" ({report.unchanged} files unchanged)" if report.unchanged else ""))
         return Collection.open(name, self.home)
+
+    def collection_name(self, key: tuple[Any, ...]) -> str:
+        """One collection per distinct settings (``golden-<12 hex>``): in a home kept between
+        runs, each is re-indexed incrementally, never under another stage's settings."""
+        digest = hashlib.sha256(repr((self.label, self.base.roots, key)).encode()).hexdigest()
+        return f"golden-{digest[:12]}"
 
 
 class Verdicts:

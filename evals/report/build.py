@@ -175,21 +175,12 @@ def _comparisons(
     measures: tuple[str, ...],
     settings: Settings,
 ) -> list[dict[str, Any]]:
-    keys: list[dict[str, str]] = []
-    results: list[stats.Comparison] = []
-    for stage in (s.name for s in stages if s.name != baseline):
-        for measure in measures:
-            keys.append({"stage": stage, "baseline": baseline, "measure": measure})
-            results.append(
-                stats.compare(
-                    scores[baseline][measure],
-                    scores[stage][measure],
-                    resamples=settings.resamples,
-                    permutations=settings.permutations,
-                    confidence=settings.confidence,
-                    seed=settings.seed,
-                )
-            )
+    keys = [{"stage": stage, "baseline": baseline, "measure": measure}
+            for stage in (s.name for s in stages if s.name != baseline) for measure in measures]
+    results = stats.compare_all(
+        [(scores[baseline][k["measure"]], scores[k["stage"]][k["measure"]]) for k in keys],
+        resamples=settings.resamples, permutations=settings.permutations,
+        confidence=settings.confidence, seed=settings.seed)
     adjusted = stats.apply_holm(results)
     return [{**key, **asdict(c)} for key, c in zip(keys, adjusted, strict=True)]
 

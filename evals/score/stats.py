@@ -79,36 +79,44 @@ def paired_bootstrap_ci(
     metrics based on the bootstrap", SIGIR 2006).
     """
     d = _as_deltas(deltas)
+    _check_bootstrap(resamples, confidence)
+    return _bootstrap_cis(d[:, None], resamples, confidence, seed)[0]
+
+
+def _check_bootstrap(resamples: int, confidence: float) -> None:
     if resamples < 1:
         raise StatisticsError(f"resamples must be at least 1, got {resamples}")
     if not 0.0 < confidence < 1.0:
         raise StatisticsError(f"confidence must be in (0, 1), got {confidence}")
-    means = _bootstrap_means(d, resamples, seed)
+
+
+def _bootstrap_cis(deltas: Array, resamples: int, confidence: float,
+                   seed: int) -> list[tuple[float, float]]:
+    """Each column's interval: every column is resampled with the same draws."""
+    n = deltas.shape[0]
+    means = np.concatenate([counts @ deltas for counts in _resample_counts(n, resamples, seed)])
     tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return float(low), float(high)
-
-
-def _bootstrap_means(d: Array, resamples: int, seed: int) -> Array:
-    means = np.empty(resamples)
-    start = 0
-    for index in _resample_blocks(d.size, resamples, seed):
-        means[start : start + len(index)] = d[index].mean(axis=1)
-        start += len(index)
-    return means
+    bounds = np.quantile(means / n, [tail, 1.0 - tail], axis=0)
+    return [(float(low), float(high)) for low, high in bounds.T]
 
 
 @lru_cache(maxsize=2)
-def _resample_blocks(n: int, resamples: int, seed: int) -> tuple[npt.NDArray[np.int64], ...]:
-    """The resampled question indices, drawn once per (n, resamples, seed).
+def _resample_counts(n: int, resamples: int, seed: int) -> tuple[Array, ...]:
+    """How often each question is drawn in each resample, drawn once per (n, resamples, seed).
 
-    Every comparison of a report resamples the same questions with the same seed,
-    so the draws are shared rather than repeated (the values are the same either way).
+    A resample's mean is then one row times the deltas: every comparison of a report
+    resamples the same questions with the same seed, so one matrix product serves them
+    all. The draws are ``rng.integers(0, n)`` in blocks of rows, as always.
     """
     rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_BYTES // (16 * n))
-    return tuple(rng.integers(0, n, size=(min(block, resamples - start), n))
-                 for start in range(0, resamples, block))
+    out = []
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        index = rng.integers(0, n, size=(rows, n))
+        flat = (index + n * np.arange(rows)[:, None]).ravel()
+        out.append(np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64))
+    return tuple(out)
 
 
 def randomization_test(
@@ -133,25 +141,28 @@ def randomization_test(
     d = _paired_deltas(a, b)
     if permutations < 1:
         raise StatisticsError(f"permutations must be at least 1, got {permutations}")
-    observed = abs(float(d.sum()))
+    return _randomization_ps(d[:, None], permutations, seed)[0]
+
+
+def _randomization_ps(deltas: Array, permutations: int, seed: int) -> list[float]:
+    """Each column's p-value: every column is tested with the same sign assignments."""
+    n = deltas.shape[0]
+    observed = np.abs(deltas.sum(axis=0))
     # Sums equal in exact arithmetic may differ by rounding: count them as ties.
-    tolerance = 8.0 * d.size * np.finfo(np.float64).eps * float(np.abs(d).sum())
-    if d.size <= math.log2(permutations):
-        signs = _all_sign_vectors(d.size)
-        hits = int((np.abs(signs @ d) >= observed - tolerance).sum())
-        return hits / float(signs.shape[0])
-    hits = _random_sign_hits(d, permutations, observed - tolerance, seed)
-    return (1 + hits) / (1 + permutations)
+    tolerance = 8.0 * n * np.finfo(np.float64).eps * np.abs(deltas).sum(axis=0)
+    threshold = observed - tolerance
+    if n <= math.log2(permutations):
+        signs = _all_sign_vectors(n)
+        hits = (np.abs(signs @ deltas) >= threshold).sum(axis=0)
+        return [int(h) / float(signs.shape[0]) for h in hits]
+    hits = sum((np.abs(block @ deltas) >= threshold).sum(axis=0)
+               for block in _sign_blocks(n, permutations, seed))
+    return [(1 + int(h)) / (1 + permutations) for h in np.atleast_1d(hits)]
 
 
 def _all_sign_vectors(n: int) -> Array:
     bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
     return np.asarray(2.0 * bits - 1.0, dtype=np.float64)
-
-
-def _random_sign_hits(d: Array, permutations: int, threshold: float, seed: int) -> int:
-    return sum(int((np.abs(signs @ d) >= threshold).sum())
-               for signs in _sign_blocks(d.size, permutations, seed))
 
 
 @lru_cache(maxsize=2)
@@ -207,6 +218,50 @@ def compare(
     Both mappings must hold the same query ids; they are paired in sorted id
     order, so the result does not depend on dict order.
     """
+    return compare_all([(baseline_scores, stage_scores)], resamples=resamples,
+                       permutations=permutations, confidence=confidence, seed=seed)[0]
+
+
+def compare_all(
+    pairs: Sequence[tuple[Mapping[str, float], Mapping[str, float]]],
+    *,
+    resamples: int = 10_000,
+    permutations: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[Comparison]:
+    """:func:`compare` for each ``(baseline_scores, stage_scores)`` pair, in order.
+
+    Pairs over the same number of questions are resampled and sign-flipped together
+    (one matrix product per block for all of them), with the draws each would get alone.
+    """
+    if permutations < 1:
+        raise StatisticsError(f"permutations must be at least 1, got {permutations}")
+    _check_bootstrap(resamples, confidence)
+    paired = [_paired_scores(base, stage) for base, stage in pairs]
+    results: list[Comparison | None] = [None] * len(paired)
+    by_size: dict[int, list[int]] = {}
+    for i, (base, _) in enumerate(paired):
+        by_size.setdefault(base.size, []).append(i)
+    for members in by_size.values():
+        deltas = np.column_stack([paired[i][1] - paired[i][0] for i in members])
+        intervals = _bootstrap_cis(deltas, resamples, confidence, seed)
+        p_values = _randomization_ps(deltas, permutations, seed)
+        for column, i in enumerate(members):
+            base, stage = paired[i]
+            record = wins_ties_losses(stage, base)
+            low, high = intervals[column]
+            results[i] = Comparison(
+                n=base.size, baseline_mean=float(base.mean()), stage_mean=float(stage.mean()),
+                delta=float(deltas[:, column].mean()), ci_low=low, ci_high=high,
+                confidence=confidence, p_value=p_values[column], wins=record.wins,
+                ties=record.ties, losses=record.losses)
+    return [r for r in results if r is not None]
+
+
+def _paired_scores(baseline_scores: Mapping[str, float],
+                   stage_scores: Mapping[str, float]) -> tuple[Array, Array]:
+    """Both systems' scores in sorted query-id order (the same ids, or an error)."""
     ids = sorted(baseline_scores)
     if set(ids) != set(stage_scores):
         only_base = sorted(set(baseline_scores) - set(stage_scores))[:5]
@@ -214,24 +269,9 @@ def compare(
         raise StatisticsError(
             f"scores are not paired: only in baseline {only_base}, only in stage {only_stage}"
         )
-    base = np.array([baseline_scores[q] for q in ids], dtype=np.float64)
-    stage = np.array([stage_scores[q] for q in ids], dtype=np.float64)
-    deltas = _paired_deltas(stage, base)
-    low, high = paired_bootstrap_ci(deltas, resamples, confidence, seed)
-    record = wins_ties_losses(stage, base)
-    return Comparison(
-        n=deltas.size,
-        baseline_mean=float(base.mean()),
-        stage_mean=float(stage.mean()),
-        delta=float(deltas.mean()),
-        ci_low=low,
-        ci_high=high,
-        confidence=confidence,
-        p_value=randomization_test(stage, base, permutations, seed),
-        wins=record.wins,
-        ties=record.ties,
-        losses=record.losses,
-    )
+    base = _as_deltas([baseline_scores[q] for q in ids])
+    stage = _as_deltas([stage_scores[q] for q in ids])
+    return base, stage
 
 
 def apply_holm(comparisons: Sequence[Comparison]) -> list[Comparison]:
