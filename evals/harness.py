@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -111,36 +112,37 @@ def preflight(stages: Sequence[Stage]) -> None:
 def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
              runs_dir: Path | None, log: Log,
              run_block: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run every stage over every question of ``suite``; the report dict."""
+    """Run every stage over every question of ``suite``; the report dict.
+
+    MCP stages run in a background thread as soon as their twin has run: their time
+    is mostly the server's, in its own process, so they overlap the direct stages.
+    """
     preflight(stages)
-    results, skipped, latencies = [], {}, {}
+    done: dict[str, tuple[rpt.StageResult, list[float] | None]] = {}
+    skipped: dict[str, str] = {}
+    runnable = []
     for stage in stages:
         reason = suite.unavailable(stage)
         if reason is not None:
             skipped[stage.name] = reason
             log(f"{suite.label}: skipped {stage.name}: {reason}")
-            continue
-        t = time.perf_counter()
-        run = suite.open(stage, log)
-        run.prime([q.text for q in suite.questions])
-        try:
-            hits = {q.query_id: run.rank(q, suite.depth, settings.hits_shown)
-                    for q in suite.questions}
-        finally:
-            if isinstance(run, McpRun):
-                run.close()
-        if isinstance(run, McpRun):
-            latencies[stage.name] = mcp_stage.latency(run.latencies_ms)
-        if runs_dir is not None:
-            trec.write_run(runs_dir / f"{stage.name}.trec",
-                           {q: [(h.chunk_id, h.score) for h in hs] for q, hs in hits.items()},
-                           tag=stage.name)
-        log(f"{suite.label}: ran {stage.name} on {len(hits)} questions "
-            f"({time.perf_counter() - t:.1f}s)")
-        results.append(rpt.StageResult(name=stage.name, description=run.description,
-                                       config=run.config, hits=hits, qrels=run.qrels,
-                                       gate_mode=run.gate_mode,
-                                       signals=dict(run.signals) if run.gate_mode else None))
+        else:
+            runnable.append(stage)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-stages") as background:
+        pending: dict[str, Future[tuple[rpt.StageResult, list[float] | None]]] = {}
+        waiting = [s for s in runnable if s.twin is not None]
+        for stage in (s for s in runnable if s.twin is None):
+            done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
+            for mcp in [s for s in waiting if s.twin in done]:
+                waiting.remove(mcp)
+                pending[mcp.name] = background.submit(_run_stage, suite, mcp, settings,
+                                                      runs_dir, log)
+        for stage in waiting:  # a twin that was skipped: run it here, to fail as before
+            done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
+        done.update((name, future.result()) for name, future in pending.items())
+    results = [done[s.name][0] for s in runnable]
+    latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
+                 if done[s.name][1] is not None}
     built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
                              baseline=BASELINE, provenance=suite.provenance(),
                              config=suite.config(stages), settings=settings, run=run_block)
@@ -150,6 +152,30 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         built["config"].setdefault("checks", []).extend(mcp_stage.checks(built["mcp"]))
         built["run"]["mcp_latency_ms"] = latencies  # timings vary: the run block holds them
     return suite.finish(built, skipped)
+
+
+def _run_stage(suite: Suite, stage: Stage, settings: rpt.Settings, runs_dir: Path | None,
+               log: Log) -> tuple[rpt.StageResult, list[float] | None]:
+    """One stage over every question: its result, and an MCP stage's call latencies."""
+    t = time.perf_counter()
+    run = suite.open(stage, log)
+    try:
+        run.prime([q.text for q in suite.questions])
+        hits = {q.query_id: run.rank(q, suite.depth, settings.hits_shown)
+                for q in suite.questions}
+    finally:
+        if isinstance(run, McpRun):
+            run.close()
+    if runs_dir is not None:
+        trec.write_run(runs_dir / f"{stage.name}.trec",
+                       {q: [(h.chunk_id, h.score) for h in hs] for q, hs in hits.items()},
+                       tag=stage.name)
+    log(f"{suite.label}: ran {stage.name} on {len(hits)} questions "
+        f"({time.perf_counter() - t:.1f}s)")
+    result = rpt.StageResult(name=stage.name, description=run.description, config=run.config,
+                             hits=hits, qrels=run.qrels, gate_mode=run.gate_mode,
+                             signals=dict(run.signals) if run.gate_mode else None)
+    return result, (run.latencies_ms if isinstance(run, McpRun) else None)
 
 
 def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:

@@ -61,6 +61,9 @@ class McpRun:
         self._call: Any = None
 
     def prime(self, queries: Sequence[str]) -> None:
+        """Start the server and a client; the collection is re-opened here, so a stage
+        may run in another thread than the one that opened it (SQLite's rule)."""
+        self.coll = self._stack.enter_context(Collection.open(self.coll.name, self.home))
         transport = MCP_ENGINES[self.stage.engine]
         self._call = self._stack.enter_context(mcp_wire.session(
             transport, self.home, self.coll.name, secrets.token_hex(16))).call

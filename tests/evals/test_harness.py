@@ -46,7 +46,7 @@ def test_two_runs_write_byte_identical_reports_apart_from_the_run_block(
         data = json.loads((tmp_path / name / "latest.json").read_text())
         data.pop("run")
         texts.append(json.dumps(data, sort_keys=True))
-        assert (tmp_path / name / "runs" / "bm25.trec").read_text().startswith("q0001 Q0 golden0:")
+        assert (tmp_path / name / "runs" / "bm25.trec").read_text().startswith("q0001 Q0 golden-")
     assert texts[0] == texts[1]
 
 
