@@ -18,6 +18,17 @@ def _bm25s_stemmer() -> Any:
     return Stemmer.Stemmer("english")
 
 
+def available(engine: str) -> str | None:
+    """Why ``engine`` cannot run here (its module is missing), or None."""
+    module = {"groundkit": "numpy", "bm25s": "bm25s", "bm25s-numba": "numba",
+              "rank-bm25": "rank_bm25", "tantivy": "tantivy"}[engine]
+    try:
+        __import__(module)
+    except ImportError:
+        return f"{module} is not installed"
+    return None
+
+
 def build_engine(engine: str, texts: list[str], out: Path) -> None:
     if engine == "groundkit":
         from groundkit.retrieval.bm25 import BM25Index, BM25Params

@@ -44,8 +44,11 @@ def corpus(seed, n_docs=400, vocab=60, copies=3):
     return docs, words
 
 
-@pytest.fixture(params=["tiny-prefixes", "defaults", "no-scan"])
+@pytest.fixture(params=["tiny-prefixes", "defaults", "no-scan", "touched"])
 def sizes(request, monkeypatch):
+    if request.param == "touched":  # candidates always read from the touched documents
+        monkeypatch.setattr(bm25_query, "GATHER_RATIO", 0)
+        return request.param
     if request.param == "tiny-prefixes":  # prefixes cut at depth 8, lists over 3 long
         monkeypatch.setattr(bm25_query, "SHORT", 3)
         monkeypatch.setattr(bm25_query, "DEPTH", 8)
@@ -137,35 +140,66 @@ def test_every_selection_path_is_exercised(monkeypatch):
     monkeypatch.setattr(bm25_query, "DEPTH", 8)
     monkeypatch.setattr(bm25_query, "SCAN_DOCS", 0)
     monkeypatch.setattr(bm25_query, "SCAN_RATIO", 0)
+    monkeypatch.setattr(bm25_query, "GATHER_RATIO", 10**9)  # never read the touched docs
     seen = set()
     at_least, select = bm25_query._Term.at_least, bm25_query.Kernels._select
+    touched = bm25_query._best_touched
 
     def spy_at_least(self, floor, docs, scores):
         seen.add("prefix" if self._in_prefix(floor) else "filter")
         return at_least(self, floor, docs, scores)
 
+    def spy_touched(*args):
+        seen.add("touched")
+        return touched(*args)
+
     def spy_select(self, *args):
         before = set(seen)
         out = select(self, *args)
-        seen.add("proposed" if seen != before else "scan-or-all")
+        seen.add("proposed" if seen - before - {"touched"} else "scan-or-all")
         return out
 
     monkeypatch.setattr(bm25_query._Term, "at_least", spy_at_least)
     monkeypatch.setattr(bm25_query.Kernels, "_select", spy_select)
+    monkeypatch.setattr(bm25_query, "_best_touched", spy_touched)
     docs, words = corpus(7, n_docs=600)
     index = BM25Index.build([*docs, ["rare1", "w0"], ["rare1", "rare2"]], SIMPLE)
     rng = random.Random(8)
     queries = [["rare1", "w0"], ["rare1", "rare2", "w1"], ["w0", "w1", "w2"]]
     queries += [rng.sample(words, rng.randint(2, 4)) for _ in range(100)]
-    for query in queries:
-        for k in (1, 10, 50):
-            assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
+    queries += [["rare1", "rare2"], ["rare2", "w59"]]  # few postings: read the touched docs
+
+    def check_all(ks=(1, 10, 50)):
+        for query in queries:
+            for k in ks:
+                assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
+
+    check_all()
     assert seen == {"prefix", "filter", "proposed", "scan-or-all"}
     seen.clear()
     monkeypatch.setattr(bm25_query, "SCAN_DOCS", 10**9)  # small collection: always a scan
-    for query in queries:
-        assert index.search_terms(query, top_k=10) == exhaustive(index, query, 10)
+    check_all((10,))
     assert seen == {"scan-or-all"}
+    seen.clear()
+    monkeypatch.setattr(bm25_query, "GATHER_RATIO", 0)  # every query reads its touched docs
+    check_all()
+    assert "touched" in seen and "scan-or-all" in seen
+
+
+@pytest.mark.parametrize("gather", [0, 10**9])
+@pytest.mark.parametrize("fill", [0, 10**9])
+def test_the_accumulator_is_clean_after_every_reset_and_selection_path(monkeypatch, gather, fill):
+    monkeypatch.setattr(bm25_query, "GATHER_RATIO", gather)
+    monkeypatch.setattr(bm25_query, "FILL_RATIO", fill)  # 0: scatter zeros; huge: memset
+    docs, words = corpus(14, n_docs=300)
+    index = BM25Index.build(docs, SIMPLE)
+    rng = random.Random(15)
+    for _ in range(80):
+        query = rng.sample(words, rng.randint(2, 4))
+        for k in (1, 10):
+            assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
+        acc = index._kernels.scratch(1)[0]
+        assert not acc.any()
 
 
 def test_threads_searching_at_once_get_the_same_answers():
