@@ -135,9 +135,13 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Contribution:
-    """How one retriever placed a hit: its rank and score in that retriever's list."""
+    """How one retriever placed a hit: its rank and score in that retriever's list.
+
+    Positional construction is allowed (``Contribution("bm25", 1, 7.5)``): retrievers
+    make one per hit, and keyword arguments cost twice as much to pass.
+    """
 
     retriever: str
     rank: int

@@ -293,8 +293,8 @@ class _CollectionRun:
             records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name),
                                                   self.verdicts.of(self.snapshot, item)))
         ids = self.snapshot.chunk_ids()
-        records += [rpt.HitRecord(rank=rank, chunk_id=ids[s.position], doc_id="", start=0, end=0,
-                                  score=s.score, text="")
+        unshown = rpt.HitRecord.unshown
+        records += [unshown(rank, ids[s.position], s.score)
                     for rank, s in enumerate(scored[shown:], start=len(records) + 1)]
         return records
 

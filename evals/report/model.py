@@ -46,9 +46,13 @@ class Question:
     """A no-answer question whose vocabulary matches a real passage that does not answer it."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class HitRecord:
-    """One retrieved chunk as the report shows it; ``verdict`` from verification."""
+    """One retrieved chunk as the report shows it; ``verdict`` from verification.
+
+    A run holds a million of them, most below the shown hits: :meth:`unshown` makes
+    those positionally (keyword arguments cost twice as much to pass).
+    """
 
     rank: int
     chunk_id: str
@@ -65,6 +69,11 @@ class HitRecord:
         return cls(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id=hit["path"],
                    start=hit["start"], end=hit["end"], score=hit["score"], text=hit["text"],
                    verdict=verdict)
+
+    @classmethod
+    def unshown(cls, rank: int, chunk_id: str, score: float) -> HitRecord:
+        """A hit below the shown ones: its rank, id and score (no passage, no verdict)."""
+        return cls(rank, chunk_id, "", 0, 0, score, "")
 
     def __post_init__(self) -> None:
         if self.rank < 1 or not 0 <= self.start <= self.end:

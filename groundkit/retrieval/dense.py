@@ -74,9 +74,7 @@ class DenseRetriever:
 
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
-        return [
-            Scored(self.positions[chunk_id], score,
-                   (Contribution(retriever=self.name, rank=rank, score=score),))
-            for rank, (chunk_id, score) in enumerate(
-                self.ranked(query, top_k, score_threshold), start=1)
-        ]
+        name, positions = self.name, self.positions
+        return [Scored(positions[chunk_id], score, (Contribution(name, rank, score),))
+                for rank, (chunk_id, score) in enumerate(
+                    self.ranked(query, top_k, score_threshold), start=1)]

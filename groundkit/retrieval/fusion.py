@@ -28,7 +28,7 @@ DEFAULT_K = 60
 """RRF's constant, as in Cormack, Clarke & Büttcher (2009)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class FusedHit:
     """One fused result: a 1-based ``rank``, the fused ``score``, and who put it there.
 
@@ -77,8 +77,7 @@ def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int) -> list[
         return 1.0 / (k + rank)
 
     def explain(name: str, rank: int, score: float) -> Contribution:
-        return Contribution(retriever=name, rank=rank, score=score,
-                            detail={"contribution": value(name, rank, score), "k": k})
+        return Contribution(name, rank, score, {"contribution": value(name, rank, score), "k": k})
 
     return _fused_hits(positions, value, explain, top_k)
 
@@ -245,11 +244,8 @@ def _fused_hits(
         else:
             scored[cid] = math.fsum(value(*entry) for entry in entries)
     ordered = sorted(scored.items(), key=_best_first)[:top_k]
-    return [
-        FusedHit(chunk_id=cid, score=score, rank=position,
-                 contributions=tuple(explain(*entry) for entry in positions[cid]))
-        for position, (cid, score) in enumerate(ordered, start=1)
-    ]
+    return [FusedHit(cid, score, position, tuple([explain(*entry) for entry in positions[cid]]))
+            for position, (cid, score) in enumerate(ordered, start=1)]
 
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:

@@ -29,12 +29,13 @@ class BM25Retriever:
     def scored(self, query: str, ranked: Sequence[tuple[int, float]], *,
                explain: bool = False) -> list[Scored]:
         """``(position, score)`` pairs of :meth:`BM25Index.search` as this retriever's hits."""
-        out = []
-        for rank, (position, score) in enumerate(ranked, start=1):
-            detail = {"terms": self._terms(query, position)} if explain else {}
-            out.append(Scored(position, score, (Contribution(retriever=self.name, rank=rank,
-                                                             score=score, detail=detail),)))
-        return out
+        name = self.name
+        if not explain:  # the common case, one hit at a time: kept lean
+            return [Scored(position, score, (Contribution(name, rank, score),))
+                    for rank, (position, score) in enumerate(ranked, start=1)]
+        return [Scored(position, score, (Contribution(name, rank, score,
+                                                      {"terms": self._terms(query, position)}),))
+                for rank, (position, score) in enumerate(ranked, start=1)]
 
     def _terms(self, query: str, position: int) -> list[dict[str, Any]]:
         return [
