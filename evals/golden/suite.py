@@ -41,7 +41,13 @@ from groundkit.model import Hit
 from groundkit.retrieval import modes
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.modes import MODES
-from groundkit.retrieval.signals import DenseEvidence, Evidence, LexicalEvidence, lexical_evidence
+from groundkit.retrieval.signals import (
+    TOP,
+    DenseEvidence,
+    Evidence,
+    LexicalEvidence,
+    lexical_evidence,
+)
 from groundkit.retrieval.signals import compute as compute_signals
 from groundkit.store import StoredChunk
 from groundkit.text.analysis import Analyzer
@@ -229,18 +235,30 @@ class EvidenceCache:
         self._signals: dict[tuple[str, str, str], dict[str, float]] = {}
         self.retrievers: dict[str, dict[str, Remembered]] = {}
         """collection -> its shared first-stage retrievers (:func:`stage_retriever`)."""
+        self._stored: dict[str, dict[int, StoredChunk]] = {}
 
-    def signals(self, snap: Snapshot, mode: str, query: str) -> dict[str, float]:
+    def signals(self, snap: Snapshot, mode: str, query: str,
+                ranked: Sequence[tuple[int, float]] | None = None) -> dict[str, float]:
+        """The query's confidence signals in ``mode``; ``ranked``: the collection's own BM25
+        ranking of it, at least :data:`~groundkit.retrieval.signals.TOP` deep, if known."""
         if (snap.name, mode, query) not in self._signals:
-            self._signals[snap.name, mode, query] = self._compute(snap, mode, query)
+            self._signals[snap.name, mode, query] = self._compute(snap, mode, query, ranked)
         return self._signals[snap.name, mode, query]
 
-    def _compute(self, snap: Snapshot, mode: str, query: str) -> dict[str, float]:
+    def stored(self, snap: Snapshot, positions: Sequence[int]) -> list[StoredChunk]:
+        """The stored chunks at ``positions``, each read once per run and collection."""
+        known = self._stored.setdefault(snap.name, {})
+        missing = [p for p in dict.fromkeys(positions) if p not in known]
+        known.update(zip(missing, snap.stored_chunks(missing), strict=True))
+        return [known[p] for p in positions]
+
+    def _compute(self, snap: Snapshot, mode: str, query: str,
+                 ranked: Sequence[tuple[int, float]] | None) -> dict[str, float]:
         key = (snap.name, query)
         lexical = dense = None
         if mode in ("bm25", "hybrid"):
             if key not in self._lexical:
-                self._lexical[key] = lexical_evidence(snap.bm25(), query)
+                self._lexical[key] = lexical_evidence(snap.bm25(), query, ranked)
             lexical = self._lexical[key]
         if MODES[mode].embedding:
             if key not in self._dense:
@@ -263,6 +281,8 @@ class _CollectionRun:
         self.config = config
         self.qrels: metrics.Qrels | None = qrels
         self.embedded = MODES[stage.mode].embedding and stage.engine == "groundkit"
+        self.bm25_ranked = stage.mode == "bm25" and stage.engine == "groundkit" and not stage.rerank
+        """Whether the stage ranks with the collection's own BM25 (its top is the evidence's)."""
         self.retriever = rerank_stage.wrap(stage_retriever(
             stage, snap, settings.analyzer, settings.bm25,
             lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
@@ -282,11 +302,12 @@ class _CollectionRun:
 
         Also records the question's confidence signals in the stage's mode (for the gate).
         """
-        if self.gate_mode is not None:
-            self.signals[question.query_id] = self.evidence.signals(
-                self.snapshot, self.gate_mode, question.text)
         scored = self.retriever.search(question.text, depth)
-        stored = self.snapshot.stored_chunks([s.position for s in scored[:shown]])
+        if self.gate_mode is not None:
+            own = [(s.position, s.score) for s in scored[:TOP]] if self.bm25_ranked else None
+            self.signals[question.query_id] = self.evidence.signals(
+                self.snapshot, self.gate_mode, question.text, own)
+        stored = self.evidence.stored(self.snapshot, [s.position for s in scored[:shown]])
         records = []
         for rank, (s, item) in enumerate(zip(scored, stored, strict=False), start=1):
             hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)

@@ -54,15 +54,22 @@ class Evidence:
     dense: DenseEvidence | None = None
 
 
-def lexical_evidence(index: BM25Index, query: str) -> LexicalEvidence:
+def lexical_evidence(index: BM25Index, query: str,
+                     ranked: Sequence[tuple[int, float]] | None = None) -> LexicalEvidence:
     """BM25's evidence for ``query``: idfs, the top chunks, which terms they hold.
 
     ``top`` is exactly ``index.search(query, TOP)``, so a caller may show it as the
     search's own ranking (:func:`groundkit.collection.search.search_or_abstain` does).
+    A caller that has already run ``index.search(query, k)`` with ``k >= TOP`` may pass
+    its ``ranked`` list, whose first ``TOP`` are that ranking (top-k is exact, ties to
+    the lower position), and save the search.
     """
     terms = index.analyzer.analyze(query)
     ids = [index.term_id(t) for t in dict.fromkeys(terms)]
-    top = tuple(index.search_terms(terms, TOP)) if ids else ()
+    if ranked is not None:
+        top = tuple(ranked[:TOP]) if ids else ()
+    else:
+        top = tuple(index.search_terms(terms, TOP)) if ids else ()
     present = tuple(map(tuple, index.holds(ids, [pos for pos, _ in top[:COVERAGE_DEPTH]])))
     return LexicalEvidence(idf=tuple(index.idf(t) for t in ids), known=tuple(t >= 0 for t in ids),
                            top=top, present=present)
