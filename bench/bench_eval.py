@@ -1,4 +1,4 @@
-"""Whole golden-eval wall time, warm (goal: under 60 s).
+"""Whole golden-eval wall time, warm (goal: under 30 s; stretch goal 10 s).
 
 Runs the harness exactly as ``make eval``'s golden step does (``python -m evals run
 --golden golden/v2 ... --expected evals/expected/golden-v2.json``: index golden v2 once
@@ -31,7 +31,8 @@ from common import Stopwatch, load_average, machine, write_result
 
 GOLDEN = "golden/v2"
 EXPECTED = "evals/expected/golden-v2.json"
-GOAL_S = 60
+GOAL_S = 30
+STRETCH_S = 10
 GATES_FAILED = 8
 """``python -m evals run``'s exit code when an expected-value gate fails."""
 
@@ -74,13 +75,15 @@ def main() -> int:
     result = {"golden": GOLDEN, "stages": [s["name"] for s in report["stages"]],
               "questions": len(report["questions"]), "wall_s": warm,
               "first_run_s": runs[0]["wall_s"], "runs": runs, "goal_s": GOAL_S,
-              "goal_met": warm < GOAL_S, "cache": str(args.cache),
+              "goal_met": warm < GOAL_S, "stretch_goal_s": STRETCH_S,
+              "stretch_goal_met": warm < STRETCH_S, "cache": str(args.cache),
               "machine": {**facts, "loadavg_after": load_average()}}
     write_result("eval", result)
     print(f"golden v2 eval: {result['questions']} questions x {len(result['stages'])} stages "
           f"({', '.join(result['stages'])}), JSON + HTML")
     print(f"  first run {runs[0]['wall_s']:.1f} s (fills the cache), warm run {warm:.1f} s   "
-          f"(goal < {GOAL_S} s: {'met' if result['goal_met'] else 'NOT met'})")
+          f"(goal < {GOAL_S} s: {'met' if result['goal_met'] else 'NOT met'}; stretch < "
+          f"{STRETCH_S} s: {'met' if result['stretch_goal_met'] else 'NOT met'})")
     if runs[-1]["gates_passed"] is False:
         print("  note: the expected-value gates failed in this run (timed all the same)")
     return 0
