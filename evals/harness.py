@@ -29,6 +29,8 @@ from evals.stages import BASELINE, Stage
 from groundkit.errors import MissingDependencyError, UsageError
 
 Log = Callable[[str], None]
+MCP_WORKERS = 2
+"""MCP stages running at once beside the direct stages (each mostly waits for its server)."""
 
 
 class StageRun(Protocol):
@@ -114,8 +116,8 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
              run_block: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run every stage over every question of ``suite``; the report dict.
 
-    MCP stages run in a background thread as soon as their twin has run: their time
-    is mostly the server's, in its own process, so they overlap the direct stages.
+    MCP stages run in background threads as soon as their twin has run: their time is
+    mostly the server's, in its own process, so they overlap the direct stages.
     """
     preflight(stages)
     done: dict[str, tuple[rpt.StageResult, list[float] | None]] = {}
@@ -128,7 +130,7 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
             log(f"{suite.label}: skipped {stage.name}: {reason}")
         else:
             runnable.append(stage)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-stages") as background:
+    with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as background:
         pending: dict[str, Future[tuple[rpt.StageResult, list[float] | None]]] = {}
         waiting = [s for s in runnable if s.twin is not None]
         for stage in (s for s in runnable if s.twin is None):

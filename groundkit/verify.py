@@ -21,6 +21,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,11 +108,33 @@ def verify(stored: StoredChunk, *, max_bytes: int) -> Verdict:
     ``max_bytes`` is the collection's size limit; every path that verifies a
     citation (search ``--verify``, fetch, the MCP tools) passes the same one.
     """
+    return verify_all([stored], max_bytes=max_bytes)[0]
+
+
+def verify_all(stored: Sequence[StoredChunk], *, max_bytes: int) -> list[Verdict]:
+    """:func:`verify` for each of ``stored``, in order, reading each file once.
+
+    Hits of one search often share a file: it is read (and hashed) once for all of
+    them, so they are judged against the same bytes.
+    """
+    files: dict[tuple[str, str], tuple[bytes | Unreadable, str | None]] = {}
+    verdicts = []
+    for item in stored:
+        where = (item.root, item.relpath)
+        if where not in files:
+            data = read_inside(item.root, item.relpath, max_bytes)
+            digest = None if isinstance(data, Unreadable) else hashlib.sha256(data).hexdigest()
+            files[where] = (data, digest)
+        verdicts.append(_judge(item, *files[where]))
+    return verdicts
+
+
+def _judge(stored: StoredChunk, data: bytes | Unreadable, digest: str | None) -> Verdict:
+    """The verdict on ``stored`` given its file's bytes now (and their sha256)."""
     chunk = stored.chunk
-    data = read_inside(stored.root, stored.relpath, max_bytes)
     if isinstance(data, Unreadable):
         return unresolvable(chunk.chunk_id, data.reason, stored)
-    if hashlib.sha256(data).hexdigest() == chunk.doc_sha256:
+    if digest == chunk.doc_sha256:
         return _verdict(chunk, Status.VERIFIED, "file unchanged since indexing", chunk.text)
     try:
         text = decode_bytes(data).text

@@ -15,6 +15,7 @@ from groundkit import store
 from groundkit.collection import Collection, IndexConfig, fetch_chunk, index
 from groundkit.model import Chunk, Status
 from groundkit.store import StoredChunk
+from groundkit.text.chunking import ChunkerConfig
 from groundkit.verify import verify
 
 TEXT = "# Retention\n\nDeployment logs are kept for 30 days.\n\nAudit logs are kept for a year.\n"
@@ -228,3 +229,30 @@ def test_permission_denied_is_unresolvable(home: Path) -> None:
         assert verdict["status"] == "unresolvable" and verdict["reason"] == "permission denied"
     finally:
         shutil.rmtree(root)
+
+
+def test_verifying_many_reads_each_file_once_and_judges_each_as_alone(
+    make_tree: TreeMaker, home: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    long = "\n\n".join(f"Paragraph {i} about retention rule {i} and its audit trail." * 8
+                       for i in range(12))
+    root = make_tree({"a.md": long, "b.md": long.replace("audit", "review"), "c.md": TEXT})
+    index("docs", IndexConfig(roots=(str(root),), chunker=ChunkerConfig(target=200, overlap=0)),
+          home=home)
+    with Collection.open("docs", home) as coll:
+        snap = coll.snapshot
+        stored = [snap.lookup(c.chunk_id) for c in coll.chunks()]
+        items = [s for s in stored if s is not None]
+        (root / "b.md").write_text("Paragraph 0 moved.\n\n" + long.replace("audit", "review"))
+        (root / "c.md").unlink()
+        one_by_one = [snap.verify(s) for s in items]
+        import groundkit.verify as verifying
+
+        reads: list[str] = []
+        real = verifying.read_inside
+        monkeypatch.setattr(verifying, "read_inside",
+                            lambda r, rel, m: reads.append(rel) or real(r, rel, m))
+        together = snap.verify_all(items)
+    assert together == one_by_one
+    assert {v.status for v in together} == {Status.VERIFIED, Status.DRIFTED, Status.UNRESOLVABLE}
+    assert sorted(reads) == ["a.md", "b.md", "c.md"] and len(items) > 3

@@ -89,10 +89,12 @@ def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,
 def _hits(snap: Snapshot, scored: Sequence[Scored], verify: bool) -> list[Hit]:
     stored = snap.stored_chunks([s.position for s in scored])
     changed = freshness.stale(snap, (item.chunk.doc_id for item in stored))
+    verdicts = snap.verify_all(stored) if verify else [None] * len(stored)
     return [
         Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation,
-            verdict=snap.verify(item) if verify else None, stale=changed[item.chunk.doc_id])
-        for rank, (s, item) in enumerate(zip(scored, stored, strict=True), start=1)
+            verdict=verdict, stale=changed[item.chunk.doc_id])
+        for rank, (s, item, verdict) in enumerate(zip(scored, stored, verdicts, strict=True),
+                                                  start=1)
     ]
 
 

@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..model import Chunk, Verdict
 from ..sources import DEFAULT_MAX_BYTES
-from ..verify import verify
+from ..verify import verify, verify_all
 from . import derived, integrity
 from .home import Home, collection_dir, list_collections, resolve_home
 
@@ -178,6 +178,10 @@ class Snapshot:
     def verify(self, stored: store.StoredChunk) -> Verdict:
         """Re-read a stored chunk's span now, with this collection's size limit."""
         return verify(stored, max_bytes=self.max_bytes)
+
+    def verify_all(self, stored: Sequence[store.StoredChunk]) -> list[Verdict]:
+        """:meth:`verify` for each, reading each file once (:func:`..verify.verify_all`)."""
+        return verify_all(stored, max_bytes=self.max_bytes)
 
     # -- derived indexes (retrieval.base.Resources) ---------------------------------
 
