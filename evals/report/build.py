@@ -129,6 +129,9 @@ def _check_inputs(
             ranks = [h.rank for h in hits]
             if ranks != sorted(set(ranks)):
                 raise ReportError(f"stage {stage.name!r}, {query_id!r}: ranks must increase")
+            bad = next((p for p in map(HitRecord.problem, hits) if p is not None), None)
+            if bad is not None:
+                raise ReportError(f"stage {stage.name!r}, {query_id!r}: {bad}")
     return by_id
 
 

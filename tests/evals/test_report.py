@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import subprocess
@@ -297,8 +298,15 @@ def test_inconsistent_inputs_are_refused_with_the_reason():
 def test_gold_answers_and_hits_validate_their_spans():
     with pytest.raises(rp.ReportError, match="gold span"):
         rp.GoldAnswer(doc_id=DOC, quote="abc", start=0, end=4)
-    with pytest.raises(rp.ReportError, match="verdict"):
-        hit(1, "a", 0, 4, 1.0, verdict="fine")
+    assert "verdict must be one of" in hit(1, "a", 0, 4, 1.0, verdict="fine").problem()
+    assert "bad rank or span" in hit(1, "a", 4, 0, 1.0).problem()
+    assert hit(1, "a", 0, 4, 1.0).problem() is None
+    inputs = sample_inputs()
+    stage = inputs["stages"][0]
+    inputs["stages"][0] = dataclasses.replace(
+        stage, hits={**stage.hits, "q3": [hit(1, "b", 40, len(TEXT), 1.0, verdict="fine")]})
+    with pytest.raises(rp.ReportError, match=r"'bm25', 'q3'.*verdict must be one of"):
+        rp.build_report(**inputs)
 
 
 def test_provenance_helpers_describe_this_environment(tmp_path):
