@@ -70,6 +70,27 @@ def decode_bytes(data: bytes) -> Decoded:
         raise DecodeError(f"not UTF-8 (invalid byte at offset {exc.start})") from None
 
 
+READ_SIZE = 1 << 16
+"""The smallest read :func:`read_fd` asks for beyond the size ``fstat`` reported."""
+
+
+def read_fd(fd: int, size: int, limit: int) -> bytes:
+    """An open file's bytes to its end, at most ``limit``; ``size`` is what ``fstat`` said.
+
+    Reads are sized by ``size``: asking for ``limit`` at once would allocate that much
+    (the collection's size limit, up to a gibibyte) for every file read.
+    """
+    parts: list[bytes] = []
+    total = 0
+    while total < limit:
+        part = os.read(fd, min(limit - total, max(size + 1 - total, READ_SIZE)))
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def encode_len(text: str, encoding: str) -> int:
     """How many bytes ``text`` takes in ``encoding`` (no BOM)."""
     if encoding == "utf-8":

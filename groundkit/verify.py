@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .errors import DecodeError
 from .model import Chunk, Status, Verdict
-from .sources import decode_bytes
+from .sources import decode_bytes, read_fd
 from .store import StoredChunk
 
 
@@ -80,8 +80,7 @@ def read_inside(root: str, relpath: str, max_bytes: int) -> bytes | Unreadable:
             return Unreadable("not a regular file")
         if st.st_size > max_bytes:
             return Unreadable(f"file grew past the size limit ({st.st_size} bytes)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(max_bytes + 1)
+        return read_fd(fd, st.st_size, max_bytes + 1)
     except OSError as exc:
         return Unreadable(f"unreadable: {exc.strerror or exc}")
     finally:

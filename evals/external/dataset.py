@@ -52,6 +52,9 @@ class Dataset:
     qrels: Mapping[str, Mapping[str, int]]
     split: str = "test"
     source: Mapping[str, Any] = field(default_factory=dict)
+    _fingerprint: list[str] = field(default_factory=list, init=False, repr=False,
+                                    compare=False)
+    """The memoised :meth:`fingerprint` (a dataset is a value: its content never changes)."""
 
     def __post_init__(self) -> None:
         ids = Counter(d.doc_id for d in self.docs)
@@ -74,6 +77,11 @@ class Dataset:
 
     def fingerprint(self) -> str:
         """sha256 of the content (documents, queries, judgments): what a report measured."""
+        if not self._fingerprint:
+            self._fingerprint.append(self._digest())
+        return self._fingerprint[0]
+
+    def _digest(self) -> str:
         h = hashlib.sha256()
         for d in self.docs:
             h.update(json.dumps([d.doc_id, d.title, d.text], ensure_ascii=False).encode())

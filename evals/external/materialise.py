@@ -109,16 +109,7 @@ def materialise(dataset: Dataset, directory: str | Path, *, join: str = "flat",
             return existing
     if (root / DOCS).exists():
         shutil.rmtree(root / DOCS)
-    taken: set[str] = set()
-    shard = len(dataset.docs) > SHARD_ABOVE
-    rows = []
-    for doc in dataset.docs:
-        rel = _relpath(safe_name(doc.doc_id, taken), shard)
-        target = root / DOCS / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as f:
-            f.write(join_text(doc, join).encode("utf-8", "surrogatepass"))
-        rows.append([rel, doc.doc_id, doc.title])
+    rows = _write_docs(dataset, root / DOCS, join)
     write_beir(Dataset(name=dataset.name, docs=(), queries=dataset.queries, qrels=dataset.qrels,
                        split=dataset.split), root, write_corpus=False)
     sidecar = {"format": FORMAT, "dataset": dataset.name, "split": dataset.split, "join": join,
@@ -126,6 +117,34 @@ def materialise(dataset: Dataset, directory: str | Path, *, join: str = "flat",
                "docs": rows}
     (root / SIDECAR).write_text(json.dumps(sidecar, ensure_ascii=False), encoding="utf-8")
     return load_materialised(root)
+
+
+def _write_docs(dataset: Dataset, docs: Path, join: str) -> list[list[str]]:
+    """Write every document under ``docs``; the sidecar's rows ``[file, doc id, title]``."""
+    taken: set[str] = set()
+    shard = len(dataset.docs) > SHARD_ABOVE
+    made: set[str] = set()
+    rows = []
+    for doc in dataset.docs:
+        rel = _relpath(safe_name(doc.doc_id, taken), shard)
+        folder = os.path.join(docs, os.path.dirname(rel))
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        _write_new(os.path.join(docs, rel), join_text(doc, join).encode("utf-8", "surrogatepass"))
+        rows.append([rel, doc.doc_id, doc.title])
+    return rows
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """Create ``path`` (it must not exist: names are unique) holding exactly ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def load_materialised(directory: str | Path) -> Materialised:

@@ -57,10 +57,21 @@ class Prepared:
     data: Any = None
     _units: dict[ChunkerConfig | None, Units] = field(default_factory=dict)
     _terms: dict[tuple[ChunkerConfig | None, str], list[list[str]]] = field(default_factory=dict)
+    _id_rank: npt.NDArray[np.int64] | None = None
 
     @property
     def index_of(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.doc_ids)}
+
+    @property
+    def id_rank(self) -> npt.NDArray[np.int64]:
+        """Each document's place among the sorted doc ids (trec_eval's tie order)."""
+        if self._id_rank is None:
+            ids = self.doc_ids
+            rank = np.empty(len(ids), dtype=np.int64)
+            rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+            self._id_rank = rank
+        return self._id_rank
 
     def units(self, chunking: ChunkerConfig | None) -> Units:
         """The collection's own chunks (``None``: one per document), or ``chunking``'s."""

@@ -34,12 +34,13 @@ from evals.external.dataset import positive_qrels
 from evals.external.materialise import DOC_CHUNKER
 from evals.external.prepare import Prepared
 from evals.external.registry import DatasetSpec, Reference
-from evals.external.units import MemoryUnits, to_documents
+from evals.external.units import MemoryUnits, document_hits
 from evals.harness import Log
 from evals.stages import Stage
 from groundkit.errors import GroundkitError
 from groundkit.retrieval.base import Resources
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.lexical import BM25Retriever
 from groundkit.retrieval.modes import MODES
 from groundkit.text.analysis import Analyzer
 
@@ -155,7 +156,11 @@ class ExternalSuite:
 
 
 class _UnitRun:
-    """A stage ranking units; each question's units become documents (best unit each)."""
+    """A stage ranking units; each question's units become documents (best unit each).
+
+    A plain :class:`BM25Retriever` is asked through its index's ``search``, the
+    ranking its own ``search`` wraps into explained hits the report never reads.
+    """
 
     def __init__(self, prep: Prepared, stage: Stage, retriever: Any, resources: Resources,
                  config: dict[str, Any], description: str) -> None:
@@ -169,10 +174,12 @@ class _UnitRun:
         self.qrels = None
         self.gate_mode: str | None = None
         self.signals: dict[str, dict[str, float]] = {}
-        one_per_doc = len(self.units.texts) == len(set(self.units.doc_of.tolist()))
+        self._one_per_doc = len(self.units.texts) == len(set(self.units.doc_of.tolist()))
         self.unit_depth = max(1, len(self.units.texts))
-
-        self._per_doc = 1 if one_per_doc else 4
+        self._per_doc = 1 if self._one_per_doc else 4
+        self._index = retriever.index if type(retriever) is BM25Retriever else None
+        self._starts = [start for start, _ in self.units.spans]
+        self._ends = [end for _, end in self.units.spans]
 
     def prime(self, queries: Sequence[str]) -> None:
         if self.embedded:
@@ -180,14 +187,19 @@ class _UnitRun:
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
         wanted = min(depth * self._per_doc, self.unit_depth)
-        scored = self.retriever.search(question.text, wanted)
-        docs = to_documents([(s.position, s.score) for s in scored], self.units.doc_of, depth)
-        prep, units = self.prep, self.units
-        return [rpt.HitRecord(
-            rank=rank, chunk_id=prep.doc_ids[doc], doc_id=prep.paths[doc],
-            start=units.spans[unit][0], end=units.spans[unit][1], score=score,
-            text=units.texts[unit][:SNIPPET] if rank <= shown else "")
-            for rank, (doc, score, unit) in enumerate(_tie_order(docs, prep.doc_ids), start=1)]
+        if self._index is not None:
+            ranked = self._index.search(question.text, wanted)
+        else:
+            ranked = [(s.position, s.score) for s in self.retriever.search(question.text, wanted)]
+        docs, scores, units = document_hits(ranked, self.units.doc_of, depth, self.prep.id_rank,
+                                            injective=self._one_per_doc)
+        ids, paths, texts = self.prep.doc_ids, self.prep.paths, self.units.texts
+        starts, ends, record = self._starts, self._ends, rpt.HitRecord
+        return [record(rank=rank, chunk_id=ids[doc], doc_id=paths[doc], start=starts[unit],
+                       end=ends[unit], score=score,
+                       text=texts[unit][:SNIPPET] if rank <= shown else "")
+                for rank, doc, score, unit in zip(range(1, len(docs) + 1), docs, scores, units,
+                                                  strict=True)]
 
 
 class _RunFileRun:
@@ -216,16 +228,6 @@ class _RunFileRun:
                 start=0, end=len(text), score=score,
                 text=text[:SNIPPET] if rank <= shown else ""))
         return records
-
-
-def _tie_order(docs: list[tuple[int, float, int]], doc_ids: Sequence[str],
-               ) -> list[tuple[int, float, int]]:
-    """Exact score ties in trec_eval's order (doc id descending), as a run file reads back."""
-    scores = [s for _, s, _ in docs]
-    if len(set(scores)) == len(scores):
-        return docs
-    by_id = {doc_ids[d]: (d, s, u) for d, s, u in docs}
-    return [by_id[doc_id] for doc_id, _ in trec.trec_order([(doc_ids[d], s) for d, s, _ in docs])]
 
 
 def questions(prep: Prepared, qrels: Mapping[str, Mapping[str, int]]) -> list[rpt.Question]:

@@ -110,14 +110,37 @@ class MemoryUnits:
 def to_documents(ranked: Ranked, doc_of: npt.NDArray[np.int64], depth: int,
                  ) -> list[tuple[int, float, int]]:
     """``(doc, score, best unit)`` by max score per document, best first, ``depth`` docs."""
-    if not ranked:
-        return []
-    positions = np.fromiter((p for p, _ in ranked), np.int64, len(ranked))
+    docs, scores, units = _best_units(ranked, doc_of, depth, injective=False)
+    return list(zip(docs.tolist(), scores.tolist(), units.tolist(), strict=True))
+
+
+def document_hits(ranked: Ranked, doc_of: npt.NDArray[np.int64], depth: int,
+                  id_rank: npt.NDArray[np.int64], *, injective: bool = False,
+                  ) -> tuple[list[int], list[float], list[int]]:
+    """Documents, scores and best units of :func:`to_documents`, exact ties in trec_eval's order.
+
+    When two of the (at most ``depth``) documents score exactly the same, all are
+    sorted by score descending, then doc id descending (``id_rank``: each document's
+    place in the sorted doc ids), as :func:`evals.trec.trec_order` orders them, so
+    a run file reads back in the order it was written. ``injective``: every unit
+    is its own document's only unit (a document's best unit is its one hit).
+    """
+    docs, scores, units = _best_units(ranked, doc_of, depth, injective=injective)
+    if np.unique(scores).size < scores.size:
+        order = np.lexsort((-id_rank[docs], -scores))
+        docs, scores, units = docs[order], scores[order], units[order]
+    return docs.tolist(), scores.tolist(), units.tolist()
+
+
+def _best_units(ranked: Ranked, doc_of: npt.NDArray[np.int64], depth: int, *, injective: bool,
+                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    n = len(ranked)
+    positions = np.fromiter((p for p, _ in ranked), np.int64, n)
+    scores = np.fromiter((s for _, s in ranked), np.float64, n)
     docs = doc_of[positions]
+    if injective:
+        return docs[:depth], scores[:depth], positions[:depth]
     _, first = np.unique(docs, return_index=True)  # a document's first hit is its best
     first.sort()
     first = first[:depth]
-    return [(int(d), ranked[i][1], int(p))
-            for i, d, p in zip(first.tolist(), docs[first].tolist(), positions[first].tolist(),
-                               strict=True)]
-
+    return docs[first], scores[first], positions[first]

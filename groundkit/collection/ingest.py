@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import store
 from ..errors import DecodeError
 from ..model import Document
-from ..sources import Candidate, Skipped, decode_bytes
+from ..sources import Candidate, Skipped, decode_bytes, read_fd
 from ..text.chunking import ChunkerConfig, make_chunks
 
 WINDOW = 32
@@ -129,6 +129,8 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 
     The type and size are checked with ``fstat`` on the open descriptor, so what
     was checked is what is read (``O_NONBLOCK`` keeps a FIFO from blocking the open).
+    Reads until end of file, at most ``max_bytes + 1`` bytes (a file that grew past the
+    limit shows it), in reads sized by ``fstat`` (:func:`~groundkit.sources.read_fd`).
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
@@ -137,8 +139,7 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
             raise OSError(0, "not a regular file")
         if st.st_size > max_bytes:
             raise OSError(0, f"too large ({st.st_size} bytes)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(max_bytes + 1)
+        return read_fd(fd, st.st_size, max_bytes + 1)
     finally:
         os.close(fd)
 

@@ -17,7 +17,7 @@ from evals.external.dataset import Dataset
 from evals.external.registry import Reference
 from evals.external.suite import run_checks
 from evals.external.synthetic import make_dataset
-from evals.external.units import to_documents
+from evals.external.units import document_hits, to_documents
 from evals.score import gates
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,3 +164,20 @@ def test_rank_bm25_over_candidate_units_ranks_as_its_full_scoring() -> None:
     for query in dataset.queries.values():
         got = [(s.position, s.score) for s in retriever.search(query, 1000)]
         assert got == top_positive(np.asarray(model.get_scores(analyzer.analyze(query))), 1000)
+
+
+def test_document_hits_order_exact_ties_as_trec_eval_does() -> None:
+    import numpy as np
+
+    doc_ids = ["b", "a", "d", "c", "e"]
+    id_rank = np.array([1, 0, 3, 2, 4], dtype=np.int64)  # place among sorted(doc_ids)
+    doc_of = np.array([0, 1, 2, 3, 4, 0], dtype=np.int64)
+    ranked = [(5, 3.0), (1, 2.0), (2, 2.0), (3, 2.0), (4, 1.0), (0, 0.5)]
+    docs, scores, units = document_hits(ranked, doc_of, 10, id_rank)
+    expected = trec.trec_order([(doc_ids[d], s) for d, s, _ in to_documents(ranked, doc_of, 10)])
+    assert [(doc_ids[d], s) for d, s in zip(docs, scores, strict=True)] == expected
+    assert units == [5, 2, 3, 1, 4]  # "b" keeps its best unit; ties d > c > a
+    one_each = np.arange(6, dtype=np.int64)
+    assert document_hits(ranked[:5], one_each, 3, np.arange(6), injective=True) == \
+        document_hits(ranked[:5], one_each, 3, np.arange(6))
+    assert document_hits([], doc_of, 10, id_rank) == ([], [], [])
