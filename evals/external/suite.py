@@ -28,7 +28,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import trec
-from evals.engines import stage_retriever
+from evals.engines import BM25sRetriever, stage_retriever
 from evals.external import stopwords
 from evals.external.dataset import positive_qrels
 from evals.external.materialise import DOC_CHUNKER
@@ -184,6 +184,8 @@ class _UnitRun:
     def prime(self, queries: Sequence[str]) -> None:
         if self.embedded:
             self.resources.query_embedder().prime(queries)
+        if isinstance(self.retriever, BM25sRetriever):  # one batched call, the same answers
+            self.retriever.prime(queries, min(DEPTH * self._per_doc, self.unit_depth))
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
         wanted = min(depth * self._per_doc, self.unit_depth)
