@@ -35,6 +35,7 @@ ENGINES: dict[str, str] = {
 }
 MCP = ("mcp-stdio", "mcp-http")
 DENSE_NEEDS = ("sentence_transformers", "lancedb")
+ONNX_NEEDS = ("onnxruntime", "tokenizers", "lancedb")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,6 +153,10 @@ def dense_stages(spec: str, *, golden: bool, suffix: str = "") -> list[Stage]:
 register(Stage(name="dense-minilm", golden=True, mode="dense", embedding=MINILM,
                needs=DENSE_NEEDS,
                description="dense: all-MiniLM-L6-v2 (local, offline), cosine, no threshold"))
+register(Stage(name="dense-minilm-int8", mode="dense",
+               embedding="onnx:all-MiniLM-L6-v2-int8", needs=ONNX_NEEDS,
+               description="dense: all-MiniLM-L6-v2 as an int8 ONNX graph (onnx, offline), "
+               "cosine, no threshold"))
 register(Stage(name="hybrid-rrf60", golden=True, mode="hybrid", embedding=MINILM,
                options={"rrf_k": 60}, needs=DENSE_NEEDS,
                description="BM25 + dense (MiniLM) fused by RRF, k=60"))

@@ -101,8 +101,9 @@ def _index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--b", type=float, default=_BM25.b, help=f"BM25 b (default {_BM25.b})")
     p.add_argument("--embed", metavar="PROVIDER:MODEL",
                    help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
-                   "(offline, extra 'dense') or ollama:nomic-embed-text (extra 'ollama'); "
-                   "only new chunks are embedded on re-index")
+                   "(offline, extra 'dense'), onnx:all-MiniLM-L6-v2-int8 (the same model "
+                   "int8 on ONNX Runtime, offline, extra 'onnx') or ollama:nomic-embed-text "
+                   "(extra 'ollama'); only new chunks are embedded on re-index")
     p.add_argument("--ollama-host", metavar="URL",
                    help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
     p.add_argument("--watch", action="store_true",

