@@ -15,6 +15,7 @@ one clear error before any compute is spent.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +31,7 @@ from groundkit.errors import MissingDependencyError, UsageError
 
 Log = Callable[[str], None]
 MCP_WORKERS = 2
+SWITCH_S = 0.0005
 """MCP stages running at once beside the direct stages (each mostly waits for its server)."""
 
 
@@ -130,6 +132,8 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
             log(f"{suite.label}: skipped {stage.name}: {reason}")
         else:
             runnable.append(stage)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_S)  # an MCP client thread whose reply came waits less for the GIL
     with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as background:
         pending: dict[str, Future[tuple[rpt.StageResult, list[float] | None]]] = {}
         waiting = [s for s in runnable if s.twin is not None]
@@ -142,6 +146,7 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         for stage in waiting:  # a twin that was skipped: run it here, to fail as before
             done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
         done.update((name, future.result()) for name, future in pending.items())
+    sys.setswitchinterval(switch)
     results = [done[s.name][0] for s in runnable]
     latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
                  if done[s.name][1] is not None}
