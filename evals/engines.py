@@ -50,7 +50,7 @@ class BM25sRetriever:
         self._model.index(list(unit_terms), show_progress=False)
         self._units = len(unit_terms)
         self._analyzer = analyzer
-        self._primed: dict[tuple[str, int], list[Scored]] = {}
+        self._primed: dict[tuple[str, int], Ranked] = {}
 
     def prime(self, queries: Sequence[str], top_k: int) -> None:
         """Retrieve every query at ``top_k`` in one bm25s call (each answered as alone)."""
@@ -62,11 +62,10 @@ class BM25sRetriever:
                                             k=min(top_k, self._units), show_progress=False,
                                             n_threads=1)
         for query, d, s in zip(asked, docs, scores, strict=True):
-            self._primed[query, top_k] = self._hits(d, s)
+            self._primed[query, top_k] = _positive(d, s)
 
-    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
-               explain: bool = False) -> list[Scored]:
-        _no_threshold(self.name, score_threshold)
+    def ranked(self, query: str, top_k: int) -> Ranked:
+        """``(unit, score)`` best first, as :meth:`search` ranks them, without hit objects."""
         if (query, top_k) in self._primed:
             return self._primed[query, top_k]
         terms = self._analyzer.analyze(query)
@@ -74,11 +73,12 @@ class BM25sRetriever:
             return []
         docs, scores = self._model.retrieve([terms], k=min(top_k, self._units),
                                             show_progress=False, n_threads=1)
-        return self._hits(docs[0], scores[0])
+        return _positive(docs[0], scores[0])
 
-    def _hits(self, docs: Any, scores: Any) -> list[Scored]:
-        return _scored(self.name, [(int(d), float(s)) for d, s in
-                                   zip(docs, scores, strict=True) if s > 0])
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        _no_threshold(self.name, score_threshold)
+        return _scored(self.name, self.ranked(query, top_k))
 
 
 class RankBM25Retriever:
@@ -101,12 +101,14 @@ class RankBM25Retriever:
         for unit, terms in enumerate(unit_terms):
             for term in set(terms):
                 self._postings.setdefault(term, []).append(unit)
+        # the lengths as an array: rank-bm25 converts them with np.array on every call,
+        # which copies an array in microseconds and converts a list in a millisecond
+        self._model.doc_len = np.asarray(self._model.doc_len)
         self._units = len(unit_terms)
         self._analyzer = analyzer
 
-    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
-               explain: bool = False) -> list[Scored]:
-        _no_threshold(self.name, score_threshold)
+    def ranked(self, query: str, top_k: int) -> Ranked:
+        """``(unit, score)`` best first, as :meth:`search` ranks them, without hit objects."""
         terms = self._analyzer.analyze(query)
         if not any(t in self._postings for t in terms):
             return []
@@ -115,7 +117,12 @@ class RankBM25Retriever:
             units = self._postings.get(term)
             if units:
                 scores[units] += self._model.get_batch_scores([term], units)
-        return _scored(self.name, top_positive(scores, top_k))
+        return top_positive(scores, top_k)
+
+    def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
+               explain: bool = False) -> list[Scored]:
+        _no_threshold(self.name, score_threshold)
+        return _scored(self.name, self.ranked(query, top_k))
 
 
 REFERENCES: dict[str, Callable[[Sequence[list[str]], Analyzer, BM25Params], Retriever]] = {
@@ -171,6 +178,12 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
 def _scored(name: str, ranked: Ranked) -> list[Scored]:
     return [Scored(position, score, (Contribution(retriever=name, rank=rank, score=score),))
             for rank, (position, score) in enumerate(ranked, start=1)]
+
+
+def _positive(docs: Any, scores: Any) -> Ranked:
+    """bm25s' ranked arrays as ``(unit, score)`` pairs, units that scored nothing left out."""
+    keep = scores > 0
+    return list(zip(docs[keep].tolist(), scores[keep].astype(float).tolist(), strict=True))
 
 
 def _no_threshold(name: str, threshold: float | None) -> None:

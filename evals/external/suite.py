@@ -28,7 +28,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import trec
-from evals.engines import BM25sRetriever, stage_retriever
+from evals.engines import BM25sRetriever, RankBM25Retriever, stage_retriever
 from evals.external import stopwords
 from evals.external.dataset import positive_qrels
 from evals.external.materialise import DOC_CHUNKER
@@ -191,15 +191,16 @@ class _UnitRun:
         wanted = min(depth * self._per_doc, self.unit_depth)
         if self._index is not None:
             ranked = self._index.search(question.text, wanted)
+        elif isinstance(self.retriever, BM25sRetriever | RankBM25Retriever):
+            ranked = self.retriever.ranked(question.text, wanted)  # no hit objects to unwrap
         else:
             ranked = [(s.position, s.score) for s in self.retriever.search(question.text, wanted)]
         docs, scores, units = document_hits(ranked, self.units.doc_of, depth, self.prep.id_rank,
                                             injective=self._one_per_doc)
         ids, paths, texts = self.prep.doc_ids, self.prep.paths, self.units.texts
         starts, ends, record = self._starts, self._ends, rpt.HitRecord
-        return [record(rank=rank, chunk_id=ids[doc], doc_id=paths[doc], start=starts[unit],
-                       end=ends[unit], score=score,
-                       text=texts[unit][:SNIPPET] if rank <= shown else "")
+        return [record(rank, ids[doc], paths[doc], starts[unit], ends[unit], score,
+                       texts[unit][:SNIPPET] if rank <= shown else "")
                 for rank, doc, score, unit in zip(range(1, len(docs) + 1), docs, scores, units,
                                                   strict=True)]
 
