@@ -23,6 +23,7 @@ from groundkit.model import Contribution
 from groundkit.retrieval.base import Resources, Retriever, Scored
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.fusion import FusionRetriever
+from groundkit.retrieval.lexical import BM25Retriever
 from groundkit.retrieval.modes import make_retriever
 from groundkit.text.analysis import Analyzer
 
@@ -173,6 +174,17 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
     if stage.engine in REFERENCES:
         return REFERENCES[stage.engine](unit_terms(), analyzer, params)
     raise UsageError(f"stage {stage.name!r}: engine {stage.engine!r} does not rank units")
+
+
+def ranker(retriever: Retriever) -> Callable[[str, int], Ranked]:
+    """``(query, depth) -> (position, score)`` pairs, best first, as ``retriever.search``
+    ranks them, without the explained hits it builds (a plain BM25 retriever is asked
+    through its index; the reference engines through their own ``ranked``)."""
+    if type(retriever) is BM25Retriever:
+        return retriever.index.search
+    if isinstance(retriever, BM25sRetriever | RankBM25Retriever):
+        return retriever.ranked
+    return lambda query, depth: [(s.position, s.score) for s in retriever.search(query, depth)]
 
 
 def _scored(name: str, ranked: Ranked) -> list[Scored]:

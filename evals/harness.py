@@ -32,6 +32,9 @@ from groundkit.errors import MissingDependencyError, UsageError
 Log = Callable[[str], None]
 MCP_WORKERS = 2
 SWITCH_S = 0.0005
+"""The GIL switch interval while MCP stages run beside the direct ones (default 0.005)."""
+Ran = tuple[rpt.StageResult, list[float] | None]
+"""A stage's result, and an MCP stage's call latencies (``None`` for a direct stage)."""
 """MCP stages running at once beside the direct stages (each mostly waits for its server)."""
 
 
@@ -122,7 +125,6 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
     mostly the server's, in its own process, so they overlap the direct stages.
     """
     preflight(stages)
-    done: dict[str, tuple[rpt.StageResult, list[float] | None]] = {}
     skipped: dict[str, str] = {}
     runnable = []
     for stage in stages:
@@ -132,21 +134,7 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
             log(f"{suite.label}: skipped {stage.name}: {reason}")
         else:
             runnable.append(stage)
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_S)  # an MCP client thread whose reply came waits less for the GIL
-    with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as background:
-        pending: dict[str, Future[tuple[rpt.StageResult, list[float] | None]]] = {}
-        waiting = [s for s in runnable if s.twin is not None]
-        for stage in (s for s in runnable if s.twin is None):
-            done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
-            for mcp in [s for s in waiting if s.twin in done]:
-                waiting.remove(mcp)
-                pending[mcp.name] = background.submit(_run_stage, suite, mcp, settings,
-                                                      runs_dir, log)
-        for stage in waiting:  # a twin that was skipped: run it here, to fail as before
-            done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
-        done.update((name, future.result()) for name, future in pending.items())
-    sys.setswitchinterval(switch)
+    done = _run_all(suite, runnable, settings, runs_dir, log)
     results = [done[s.name][0] for s in runnable]
     latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
                  if done[s.name][1] is not None}
@@ -161,8 +149,33 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
     return suite.finish(built, skipped)
 
 
+def _run_all(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,
+             runs_dir: Path | None, log: Log) -> dict[str, Ran]:
+    """Every stage's result: the direct ones here, in order; each MCP stage in a background
+    thread once its twin has run (its own run here, after the rest, if the twin did not)."""
+    done: dict[str, Ran] = {}
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_S)  # an MCP client thread whose reply came waits less for the GIL
+    try:
+        with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as background:
+            pending: dict[str, Future[Ran]] = {}
+            waiting = [s for s in stages if s.twin is not None]
+            for stage in (s for s in stages if s.twin is None):
+                done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
+                for mcp in [s for s in waiting if s.twin in done]:
+                    waiting.remove(mcp)
+                    pending[mcp.name] = background.submit(_run_stage, suite, mcp, settings,
+                                                          runs_dir, log)
+            for stage in waiting:
+                done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
+            done.update((name, future.result()) for name, future in pending.items())
+    finally:
+        sys.setswitchinterval(switch)
+    return done
+
+
 def _run_stage(suite: Suite, stage: Stage, settings: rpt.Settings, runs_dir: Path | None,
-               log: Log) -> tuple[rpt.StageResult, list[float] | None]:
+               log: Log) -> Ran:
     """One stage over every question: its result, and an MCP stage's call latencies."""
     t = time.perf_counter()
     run = suite.open(stage, log)

@@ -28,7 +28,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import trec
-from evals.engines import BM25sRetriever, RankBM25Retriever, stage_retriever
+from evals.engines import BM25sRetriever, ranker, stage_retriever
 from evals.external import stopwords
 from evals.external.dataset import positive_qrels
 from evals.external.materialise import DOC_CHUNKER
@@ -40,7 +40,6 @@ from evals.stages import Stage
 from groundkit.errors import GroundkitError
 from groundkit.retrieval.base import Resources
 from groundkit.retrieval.bm25 import BM25Params
-from groundkit.retrieval.lexical import BM25Retriever
 from groundkit.retrieval.modes import MODES
 from groundkit.text.analysis import Analyzer
 
@@ -158,8 +157,8 @@ class ExternalSuite:
 class _UnitRun:
     """A stage ranking units; each question's units become documents (best unit each).
 
-    A plain :class:`BM25Retriever` is asked through its index's ``search``, the
-    ranking its own ``search`` wraps into explained hits the report never reads.
+    Its retriever is asked for (unit, score) pairs only (:func:`evals.engines.ranker`):
+    the explained hits ``search`` builds are never read here.
     """
 
     def __init__(self, prep: Prepared, stage: Stage, retriever: Any, resources: Resources,
@@ -177,7 +176,7 @@ class _UnitRun:
         self._one_per_doc = len(self.units.texts) == len(set(self.units.doc_of.tolist()))
         self.unit_depth = max(1, len(self.units.texts))
         self._per_doc = 1 if self._one_per_doc else 4
-        self._index = retriever.index if type(retriever) is BM25Retriever else None
+        self._ranked = ranker(retriever)
         self._starts = [start for start, _ in self.units.spans]
         self._ends = [end for _, end in self.units.spans]
 
@@ -189,12 +188,7 @@ class _UnitRun:
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
         wanted = min(depth * self._per_doc, self.unit_depth)
-        if self._index is not None:
-            ranked = self._index.search(question.text, wanted)
-        elif isinstance(self.retriever, BM25sRetriever | RankBM25Retriever):
-            ranked = self.retriever.ranked(question.text, wanted)  # no hit objects to unwrap
-        else:
-            ranked = [(s.position, s.score) for s in self.retriever.search(question.text, wanted)]
+        ranked = self._ranked(question.text, wanted)
         docs, scores, units = document_hits(ranked, self.units.doc_of, depth, self.prep.id_rank,
                                             injective=self._one_per_doc)
         ids, paths, texts = self.prep.doc_ids, self.prep.paths, self.units.texts

@@ -92,3 +92,24 @@ def test_the_summary_table_shows_deltas_with_intervals(golden: Path, tmp_path: P
     lines = table.splitlines()
     assert lines[0].split() == ["stage", "nDCG@10", "abstained"]
     assert lines[3].startswith("bm25-nostem") and "[" in lines[3]
+
+
+def test_the_gil_switch_interval_is_restored_even_when_a_stage_fails(
+    golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from evals import harness
+
+    before = sys.getswitchinterval()
+    run(golden, tmp_path / "ok")
+    assert sys.getswitchinterval() == before
+
+    def broken(*args: object) -> None:
+        assert sys.getswitchinterval() == harness.SWITCH_S
+        raise RuntimeError("a stage failed")
+
+    monkeypatch.setattr(harness, "_run_stage", broken)
+    with pytest.raises(RuntimeError, match="a stage failed"):
+        run(golden, tmp_path / "broken")
+    assert sys.getswitchinterval() == before
