@@ -1,13 +1,22 @@
-"""The files of a vector store: a LanceDB table plus ``meta.json``, written atomically.
+"""The files of a vector store, written atomically: a LanceDB table, the same vectors
+as one float32 matrix, and ``meta.json``.
+
+The LanceDB table is the store of record (the seam to approximate indexes and to
+other tools). The matrix (``vectors.npy``, rows in ``chunk_ids.json`` order, both
+sha256-recorded in ``meta.json``) is what opening reads: it needs neither
+``lancedb`` nor ``pyarrow``, whose import alone costs about 3 s of CPU. A store
+written before the matrix existed is read from its table.
 
 Reading fails closed (:class:`~groundkit.errors.IndexMismatchError`) on another
-format version, stamp or identity, a missing or damaged table, or rows that do
-not match the metadata. ``lancedb`` and ``pyarrow`` are imported lazily (extra
-``dense``).
+format version, stamp or identity, a missing or damaged table or matrix, or rows
+that do not match the metadata. ``lancedb`` and ``pyarrow`` are imported lazily
+(extra ``dense``), and only to write or to read an older store.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import itertools
 import json
 import os
@@ -26,6 +35,8 @@ FORMAT = "groundkit.vectors"
 FORMAT_VERSION = 1
 TABLE = "vectors"
 META = "meta.json"
+MATRIX = "vectors.npy"
+IDS = "chunk_ids.json"
 
 
 def _lancedb() -> Any:
@@ -57,6 +68,10 @@ def write_atomically(
         column = pa.FixedSizeListArray.from_arrays(flat, identity.dimension)
         table = pa.Table.from_arrays([pa.array(ids, type=pa.string()), column], schema=schema)
         lancedb.connect(str(tmp)).create_table(TABLE, data=table, schema=schema)
+        matrix = _npy(np.ascontiguousarray(vectors, dtype=np.float32))
+        listed = json.dumps(ids).encode()
+        (tmp / MATRIX).write_bytes(matrix)
+        (tmp / IDS).write_bytes(listed)
         meta = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -64,6 +79,8 @@ def write_atomically(
             "identity": identity.to_dict(),
             "rows": len(ids),
             "table": TABLE,
+            "matrix": {"file": MATRIX, "sha256": _sha256(matrix),
+                       "ids": IDS, "ids_sha256": _sha256(listed)},
         }
         (tmp / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
         swap_into_place(tmp, directory)
@@ -146,7 +163,50 @@ def identity_message(
     )
 
 
+def load(directory: Path, meta: Mapping[str, Any], dimension: int) -> tuple[list[str], np.ndarray]:
+    """The store's chunk ids and vectors: from the matrix, or an older store's table."""
+    matrix = meta.get("matrix")
+    if matrix is None:
+        return load_table(directory, dimension)
+    if not (directory / f"{TABLE}.lance").is_dir():
+        raise IndexMismatchError(f"vector store {directory} has lost its table "
+                                 f"({TABLE}.lance); re-index")
+    try:
+        data = _recorded(directory / matrix["file"], matrix["sha256"])
+        ids = json.loads(_recorded(directory / matrix["ids"], matrix["ids_sha256"]))
+        vectors = np.load(io.BytesIO(data), allow_pickle=False)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise IndexMismatchError(
+            f"vector store {directory} has a missing or damaged matrix ({type(exc).__name__}: "
+            f"{exc}); re-index") from exc
+    if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape[1] != dimension:
+        raise IndexMismatchError(
+            f"vector store {directory} holds a {vectors.dtype} matrix of shape {vectors.shape}, "
+            f"but its identity says float32 x {dimension}; re-index")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise IndexMismatchError(f"vector store {directory} has damaged chunk ids; re-index")
+    return ids, vectors
+
+
+def _recorded(path: Path, sha256: str) -> bytes:
+    data = path.read_bytes()
+    if _sha256(data) != sha256:
+        raise ValueError(f"{path.name} does not hash as recorded")
+    return data
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _npy(matrix: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, matrix, allow_pickle=False)
+    return out.getvalue()
+
+
 def load_table(directory: Path, dimension: int) -> tuple[list[str], np.ndarray]:
+    """The LanceDB table's chunk ids and vectors."""
     lancedb = _lancedb()
     try:
         table = lancedb.connect(str(directory)).open_table(TABLE).to_arrow()

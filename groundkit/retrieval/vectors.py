@@ -148,7 +148,7 @@ class VectorStore:
         meta = vector_files.read_meta(directory)
         vector_files.check_stamp(directory, meta, expected_stamp)
         stored = vector_files.check_identity(directory, meta, identity)
-        ids, vectors = vector_files.load_table(directory, stored.dimension)
+        ids, vectors = vector_files.load(directory, meta, stored.dimension)
         vector_files.check_rows(directory, meta, ids, vectors)
         vectors.flags.writeable = False
         return cls(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ pytest.importorskip("lancedb")
 
 from groundkit.embeddings import EmbeddingIdentity
 from groundkit.errors import IndexMismatchError, UsageError
-from groundkit.retrieval.vector_files import META, TABLE
+from groundkit.retrieval.vector_files import IDS, MATRIX, META, TABLE
 from groundkit.retrieval.vectors import VectorStore
 from groundkit.testing import HashingProvider
 
@@ -203,12 +205,62 @@ def test_opening_a_stale_generation_fails_closed(tmp_path: Path, provider: Hashi
         VectorStore.open(tmp_path / "vectors", {**STAMP, "collection": "work"}, provider.identity)
 
 
-def test_a_missing_or_damaged_table_fails_closed(tmp_path: Path, provider: HashingProvider) -> None:
+def test_opening_reads_the_matrix_and_never_imports_lancedb(
+    tmp_path: Path, provider: HashingProvider
+) -> None:
+    built = build(tmp_path / "vectors", provider)
+    script = ("import sys; from groundkit.retrieval.vectors import VectorStore; "
+              "from groundkit.embeddings import EmbeddingIdentity; "
+              f"i = EmbeddingIdentity.from_dict({provider.identity.to_dict()!r}); "
+              f"s = VectorStore.open({str(tmp_path / 'vectors')!r}, {STAMP!r}, i); "
+              "print(len(s), 'lancedb' in sys.modules, 'pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [str(len(built)), "False", "False"]
+
+
+def test_a_missing_or_damaged_matrix_fails_closed(
+    tmp_path: Path, provider: HashingProvider
+) -> None:
     build(tmp_path / "vectors", provider)
+    matrix = tmp_path / "vectors" / MATRIX
+    data = bytearray(matrix.read_bytes())
+    data[-1] ^= 0x01  # the lowest bit of the last vector's last value: norms still hold
+    matrix.write_bytes(bytes(data))
+    with pytest.raises(IndexMismatchError, match=r"damaged matrix.*does not hash as recorded"):
+        VectorStore.open(tmp_path / "vectors", STAMP, provider.identity)
+
+    matrix.unlink()
+    with pytest.raises(IndexMismatchError, match="damaged matrix"):
+        VectorStore.open(tmp_path / "vectors", STAMP, provider.identity)
+
+
+def test_a_lost_table_fails_closed_though_the_matrix_holds(
+    tmp_path: Path, provider: HashingProvider
+) -> None:
+    build(tmp_path / "vectors", provider)
+    shutil.rmtree(tmp_path / "vectors" / f"{TABLE}.lance")
+    with pytest.raises(IndexMismatchError, match="lost its table"):
+        VectorStore.open(tmp_path / "vectors", STAMP, provider.identity)
+
+
+def test_a_store_without_the_matrix_reads_its_table_and_fails_closed_on_damage(
+    tmp_path: Path, provider: HashingProvider
+) -> None:
+    built = build(tmp_path / "vectors", provider)
+    meta_path = tmp_path / "vectors" / META
+    meta = json.loads(meta_path.read_text())
+    del meta["matrix"]  # as a store written before the matrix existed
+    meta_path.write_text(json.dumps(meta))
+    (tmp_path / "vectors" / MATRIX).unlink()
+    (tmp_path / "vectors" / IDS).unlink()
+    older = VectorStore.open(tmp_path / "vectors", STAMP, provider.identity)
+    assert older.chunk_ids == built.chunk_ids
+    assert np.array_equal(older.vectors, built.vectors)
+
     table = tmp_path / "vectors" / f"{TABLE}.lance"
     for data in sorted((table / "data").iterdir()):
         data.write_bytes(b"not a lance file")
-
     with pytest.raises(IndexMismatchError, match="damaged table"):
         VectorStore.open(tmp_path / "vectors", STAMP, provider.identity)
 
