@@ -62,18 +62,22 @@ def index(
     builders: Sequence[DerivedBuilder] | None = None,
     progress: Progress | None = None,
     rebuild: bool = False,
+    publish_unchanged: bool = True,
 ) -> IndexReport:
     """Index ``config.roots`` into collection ``name`` (created if new); publish atomically.
 
     With ``config.extra["embedding"] = {"spec": "local:all-MiniLM-L6-v2"}`` the
     generation also gets dense vectors (re-embedding only new chunks). With
     ``rebuild`` every derived index is built from the store anew (nothing is taken
-    from the previous generation's files): the fix for damaged derived files.
+    from the previous generation's files): the fix for damaged derived files. With
+    ``publish_unchanged=False`` a run that finds the same files and settings as the
+    current generation publishes nothing and keeps it.
     """
     chosen = default_builders(progress, rebuild=rebuild) if builders is None else builders
     with storage_errors(name, "indexing"):
         return index_collection(name, collection_dir(name, home), config, builders=chosen,
-                                progress=progress, skip_dirs=(resolve_home(home),))
+                                progress=progress, skip_dirs=(resolve_home(home),),
+                                publish_unchanged=publish_unchanged or rebuild)
 
 
 @contextmanager

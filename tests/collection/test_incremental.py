@@ -111,6 +111,10 @@ def test_nothing_changed_publishes_nothing_only_when_asked(
     quiet = index_collection("k", collection_dir("k", home), IndexConfig(roots=(str(root),)),
                              builders=default_builders(), publish_unchanged=False)
     assert not quiet.published and quiet.generation == again["generation"]
+    other = IndexConfig(roots=(str(root),), extra={"bm25": {"k1": 1.2, "b": 0.75}})
+    changed = index_collection("k", collection_dir("k", home), other,
+                               builders=default_builders(), publish_unchanged=False)
+    assert changed.published and changed.generation > again["generation"]  # other settings
     conn = sqlite3.connect(collection_dir("k", home) / "store.sqlite3")
     try:
         states = conn.execute("SELECT state FROM generations ORDER BY id").fetchall()
