@@ -82,6 +82,10 @@ def run_options(run: argparse.ArgumentParser) -> None:
                      "(external: default evals/expected/<dataset>.json when it exists)")
     run.add_argument("--hits-shown", type=int, default=5,
                      help="hits per question kept in the drill-down (default 5)")
+    run.add_argument("--serial", action="store_true",
+                     help="rank every stage in this process, one group after the other, "
+                     "instead of in two forked workers beside it (same report; for debugging "
+                     "and profiling)")
     _running(run)
     run.set_defaults(handler=cli.cmd_run, command="run")
 

@@ -56,7 +56,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             defaults, extra = [registry.STAGES[registry.BASELINE], *dense], []
         names = [*(args.stages or [s.name for s in defaults]), *(s.name for s in extra)]
         chosen = registry.resolve(names, known)
-        built = evaluate(suite, chosen, settings=settings, runs_dir=runs_dir, log=log)
+        built = evaluate(suite, chosen, settings=settings, runs_dir=runs_dir, log=log,
+                         serial=getattr(args, "serial", False))
     from evals import report as rpt
 
     rpt.write_json(built, report_path)

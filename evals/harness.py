@@ -14,15 +14,17 @@ one clear error before any compute is spent.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.util
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from evals import mcp_stage, trec
+from evals import forked, mcp_stage, trec
 from evals import report as rpt
 from evals.mcp_stage import McpRun
 from evals.score import metrics
@@ -31,11 +33,16 @@ from groundkit.errors import MissingDependencyError, UsageError
 
 Log = Callable[[str], None]
 MCP_WORKERS = 2
+"""MCP stages running at once in their worker (each mostly waits for its server)."""
 SWITCH_S = 0.0005
-"""The GIL switch interval while MCP stages run beside the direct ones (default 0.005)."""
+"""The GIL switch interval while MCP stages run (default 0.005)."""
 Ran = tuple[rpt.StageResult, list[float] | None]
 """A stage's result, and an MCP stage's call latencies (``None`` for a direct stage)."""
-"""MCP stages running at once beside the direct stages (each mostly waits for its server)."""
+Extras = dict[str, Any]
+"""Report blocks a suite adds that need no stage's result (:meth:`Suite.extras`)."""
+Portable = dict[str, tuple[rpt.StageResult, dict[str, list[tuple[Any, ...]]], list[float] | None]]
+"""Stages' results on their way out of a worker: each without its hits, then its hits as
+plain tuples (:func:`_portable`)."""
 
 
 class StageRun(Protocol):
@@ -94,7 +101,23 @@ class Suite(Protocol):
 
     def config(self, stages: Sequence[Stage]) -> dict[str, Any]: ...
 
-    def finish(self, report: dict[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
+    @property
+    def forks(self) -> bool:
+        """Whether stages may rank in forked workers (each opens its own collections there)."""
+        ...
+
+    def after_fork(self) -> None:
+        """In a forked worker, before it ranks: stop using what the parent opened (each
+        SQLite connection stays in the process that opened it)."""
+        ...
+
+    def extras(self) -> Extras:
+        """Report blocks that need no stage's result (golden: the answers), computed in a
+        worker beside the stages; opens what it reads itself."""
+        ...
+
+    def finish(self, report: dict[str, Any], skipped: Mapping[str, str],
+               extras: Extras) -> dict[str, Any]:
         """Add what this kind of suite adds to a built report (checks, skipped stages)."""
         ...
 
@@ -118,11 +141,11 @@ def preflight(stages: Sequence[Stage]) -> None:
 
 def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
              runs_dir: Path | None, log: Log,
-             run_block: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             run_block: Mapping[str, Any] | None = None, serial: bool = False
+             ) -> dict[str, Any]:
     """Run every stage over every question of ``suite``; the report dict.
 
-    MCP stages run in background threads as soon as their twin has run: their time is
-    mostly the server's, in its own process, so they overlap the direct stages.
+    Stage groups run side by side in forked workers unless ``serial`` (:func:`_run_all`).
     """
     preflight(stages)
     skipped: dict[str, str] = {}
@@ -134,7 +157,7 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
             log(f"{suite.label}: skipped {stage.name}: {reason}")
         else:
             runnable.append(stage)
-    done = _run_all(suite, runnable, settings, runs_dir, log)
+    done, extras = _run_all(suite, runnable, settings, runs_dir, log, serial=serial)
     results = [done[s.name][0] for s in runnable]
     latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
                  if done[s.name][1] is not None}
@@ -146,39 +169,117 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         built["mcp"] = mcp_stage.compare(results, twins)
         built["config"].setdefault("checks", []).extend(mcp_stage.checks(built["mcp"]))
         built["run"]["mcp_latency_ms"] = latencies  # timings vary: the run block holds them
-    return suite.finish(built, skipped)
+    return suite.finish(built, skipped, extras)
 
 
 def _run_all(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,
-             runs_dir: Path | None, log: Log) -> dict[str, Ran]:
-    """Every stage's result: the direct ones here, in order; each MCP stage in a background
-    thread once its twin has run (its own run here, after the rest, if the twin did not)."""
-    done: dict[str, Ran] = {}
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_S)  # an MCP client thread whose reply came waits less for the GIL
+             runs_dir: Path | None, log: Log, *, serial: bool) -> tuple[dict[str, Ran], Extras]:
+    """Every stage's result, and the suite's extra report blocks (:meth:`Suite.extras`).
+
+    Three processes share the cores. This one ranks the stages that embed (the model
+    and its thread pools are never forked); a forked worker runs the MCP stages, two at
+    a time in threads, their collections indexed here first; the lexical stages and the
+    extras are tasks that this process and both workers take from one queue
+    (:class:`forked.Tasks`) as each becomes free. ``serial`` (or a suite that does not
+    fork, or a platform without ``fork``) runs everything here, one after the other.
+    Results do not depend on where a stage ran.
+    """
+    mcp = [s for s in stages if s.twin is not None]
+    lexical = [s for s in stages if s.twin is None and s.lexical]
+    embedded = [s for s in stages if s.twin is None and not s.lexical]
+    if serial or not suite.forks or not forked.available():
+        done = _run_group(suite, [*lexical, *embedded], settings, runs_dir, log)
+        done.update(_run_mcp(suite, [(s, suite.open(s, log)) for s in mcp], settings,
+                             runs_dir, log))
+        return done, suite.extras()
+    return _run_forked(suite, stages[0], lexical, mcp, embedded, settings, runs_dir, log)
+
+
+def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Sequence[Stage],
+                embedded: Sequence[Stage], settings: rpt.Settings, runs_dir: Path | None,
+                log: Log) -> tuple[dict[str, Ran], Extras]:
+    """:func:`_run_all` with the two workers."""
+    suite.open(baseline, log)  # the baseline's collection, indexed once before the workers
+    opened = [(s, suite.open(s, log)) for s in mcp]
+    tasks = forked.Tasks(len(lexical) + 1)  # the lexical stages, then the extras
+
+    def take() -> tuple[dict[str, Ran], Extras]:
+        ran: dict[str, Ran] = {}
+        extras: Extras = {}
+        while (task := tasks.take()) is not None:
+            if task == len(lexical):
+                extras = suite.extras()
+            else:
+                ran.update(_run_group(suite, [lexical[task]], settings, runs_dir, log))
+        return ran, extras
+
+    def in_worker(first: Callable[[], dict[str, Ran]]) -> tuple[Portable, Extras]:
+        suite.after_fork()
+        ran = first()
+        more, extras = take()
+        return _portable({**ran, **more}), extras
+
+    workers = [forked.Forked(lambda: in_worker(dict), "lexical stages")]
     try:
-        with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as background:
-            pending: dict[str, Future[Ran]] = {}
-            waiting = [s for s in stages if s.twin is not None]
-            for stage in (s for s in stages if s.twin is None):
-                done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
-                for mcp in [s for s in waiting if s.twin in done]:
-                    waiting.remove(mcp)
-                    pending[mcp.name] = background.submit(_run_stage, suite, mcp, settings,
-                                                          runs_dir, log)
-            for stage in waiting:
-                done[stage.name] = _run_stage(suite, stage, settings, runs_dir, log)
-            done.update((name, future.result()) for name, future in pending.items())
+        if opened:
+            workers.append(forked.Forked(lambda: in_worker(
+                lambda: _run_mcp(suite, opened, settings, runs_dir, log)), "mcp stages"))
+        done = _run_group(suite, embedded, settings, runs_dir, log)
+        ran, extras = take()
+        done.update(ran)
+        for worker in workers:
+            portable, more = worker.result()
+            done.update(_restored(portable))
+            extras.update(more)
+    finally:
+        for worker in workers:
+            worker.stop()
+        tasks.close()
+    return done, extras
+
+
+def _portable(ran: dict[str, Ran]) -> Portable:
+    """Each stage's hit records as plain tuples, which pickle in C (a named tuple pickles
+    through a Python call per record, and a run holds a million of them)."""
+    return {name: (dataclasses.replace(result, hits={}),
+                   {q: list(map(tuple, hits)) for q, hits in result.hits.items()}, latencies)
+            for name, (result, latencies) in ran.items()}
+
+
+def _restored(portable: Portable) -> dict[str, Ran]:
+    """:func:`_portable`'s tuples as hit records again (``tuple.__new__``, as
+    ``HitRecord._make`` does, without a Python call per record)."""
+    record = functools.partial(tuple.__new__, rpt.HitRecord)
+    return {name: (dataclasses.replace(result, hits={q: list(map(record, rows))
+                                                     for q, rows in hits.items()}), latencies)
+            for name, (result, hits, latencies) in portable.items()}
+
+
+def _run_group(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,
+               runs_dir: Path | None, log: Log) -> dict[str, Ran]:
+    return {s.name: _run_stage(suite.open(s, log), s, suite, settings, runs_dir, log)
+            for s in stages}
+
+
+def _run_mcp(suite: Suite, opened: Sequence[tuple[Stage, StageRun]], settings: rpt.Settings,
+             runs_dir: Path | None, log: Log) -> dict[str, Ran]:
+    """The MCP stages, :data:`MCP_WORKERS` at a time in threads (each mostly waits for its
+    server); the GIL switch interval is shortened meanwhile, and restored however they end."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_S)  # a client thread whose reply came waits less for the GIL
+    try:
+        with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as pool:
+            futures = {stage.name: pool.submit(_run_stage, run, stage, suite, settings,
+                                               runs_dir, log) for stage, run in opened}
+            return {name: future.result() for name, future in futures.items()}
     finally:
         sys.setswitchinterval(switch)
-    return done
 
 
-def _run_stage(suite: Suite, stage: Stage, settings: rpt.Settings, runs_dir: Path | None,
-               log: Log) -> Ran:
-    """One stage over every question: its result, and an MCP stage's call latencies."""
+def _run_stage(run: StageRun, stage: Stage, suite: Suite, settings: rpt.Settings,
+               runs_dir: Path | None, log: Log) -> Ran:
+    """One opened stage over every question: its result, and an MCP stage's latencies."""
     t = time.perf_counter()
-    run = suite.open(stage, log)
     try:
         run.prime([q.text for q in suite.questions])
         hits = {q.query_id: run.rank(q, suite.depth, settings.hits_shown)

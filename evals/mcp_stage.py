@@ -59,6 +59,7 @@ class McpRun:
         self.latencies_ms: list[float] = []
         self._stack = ExitStack()
         self._call: Any = None
+        self._known: dict[str, StoredChunk | None] = {}
 
     def prime(self, queries: Sequence[str]) -> None:
         """Start the server and a client; the collection is re-opened here, so a stage
@@ -74,36 +75,49 @@ class McpRun:
         t = time.perf_counter_ns()
         out = self._call("search", args)
         self.latencies_ms.append((time.perf_counter_ns() - t) / 1e6)
+        hits = out["hits"]
         records = []
-        for hit in out["hits"]:
+        for hit, stored in zip(hits, self._stored([h["chunk_id"] for h in hits]), strict=True):
             if hit["rank"] <= shown:
-                records.append(rpt.HitRecord.from_hit(hit, self._verdict(hit["chunk_id"])))
+                records.append(rpt.HitRecord.from_hit(hit, self._verdict(hit["chunk_id"],
+                                                                         stored)))
             else:
-                records.append(self._unshown(hit))
+                records.append(_unshown(hit, stored))
         return records
 
-    def _unshown(self, hit: dict[str, Any]) -> rpt.HitRecord:
-        """A hit below the shown ones, recorded as the direct stages record it (id and
-        score); offsets that disagree with the stored chunk are kept, so they differ."""
-        stored = self.coll.snapshot.lookup(hit["chunk_id"])
-        agrees = stored is not None and (stored.chunk.start, stored.chunk.end, stored.chunk.doc_id
-                                         ) == (hit["start"], hit["end"], hit["path"])
-        if agrees:
-            return rpt.HitRecord(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id="", start=0,
-                                 end=0, score=hit["score"], text="")
-        return rpt.HitRecord.from_hit({**hit, "text": ""})
+    def _stored(self, chunk_ids: Sequence[str]) -> list[StoredChunk | None]:
+        """The stored chunks the hits name, read once per run: the collection's current
+        chunks in one query per call, any other id by itself (``None`` if unknown)."""
+        snap, known = self.coll.snapshot, self._known
+        positions = snap.positions()
+        wanted = [c for c in dict.fromkeys(chunk_ids) if c not in known]
+        current = [c for c in wanted if c in positions]
+        known.update(zip(current, snap.stored_chunks([positions[c] for c in current]),
+                         strict=True))
+        known.update((c, snap.lookup(c)) for c in wanted if c not in positions)
+        return [known[c] for c in chunk_ids]
 
     def close(self) -> None:
         """Stop the server (and the client); the latencies stay in :attr:`latencies_ms`."""
         self._stack.close()
 
-    def _verdict(self, chunk_id: str) -> str:
+    def _verdict(self, chunk_id: str, stored: StoredChunk | None) -> str:
         """The shown hit's verdict (re-read once per run, whichever stage shows it first)."""
-        stored = self.coll.snapshot.lookup(chunk_id)
         if stored is None:
             raise GroundkitError(f"the MCP server returned chunk {chunk_id!r}, which the "
                                  "collection does not hold")
         return self.verdicts.of(self.coll.snapshot, stored)
+
+
+def _unshown(hit: dict[str, Any], stored: StoredChunk | None) -> rpt.HitRecord:
+    """A hit below the shown ones, recorded as the direct stages record it (id and score);
+    offsets that disagree with the stored chunk are kept, so they differ."""
+    agrees = stored is not None and (stored.chunk.start, stored.chunk.end, stored.chunk.doc_id
+                                     ) == (hit["start"], hit["end"], hit["path"])
+    if agrees:
+        return rpt.HitRecord(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id="", start=0,
+                             end=0, score=hit["score"], text="")
+    return rpt.HitRecord.from_hit({**hit, "text": ""})
 
 
 def latency(values: Sequence[float]) -> dict[str, float | int | None]:

@@ -147,7 +147,18 @@ class ExternalSuite:
             "references": [asdict(r) for r in self.spec.references],
         }
 
-    def finish(self, report: dict[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
+    forks = False
+    """Stages share the prepared collection's connection and in-memory units: one process."""
+
+    def after_fork(self) -> None:
+        raise AssertionError("an external suite never forks")
+
+    def extras(self) -> dict[str, Any]:
+        return {}
+
+    def finish(self, report: dict[str, Any], skipped: Mapping[str, str],
+               extras: Mapping[str, Any]) -> dict[str, Any]:
+        report.update(extras)
         checks = run_checks(report, self.spec.references)
         report["config"]["checks"] = rpt.canonical([asdict(c) for c in checks])
         report["config"]["skipped_stages"] = dict(skipped)

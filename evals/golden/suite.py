@@ -93,6 +93,7 @@ class CollectionSuite:
         self._opened: dict[tuple[Any, ...], tuple[Collection, metrics.Qrels]] = {}
         self._verdicts = Verdicts()
         self._evidence = EvidenceCache()
+        self._inherited: list[object] = []  # in a forked worker: the parent's (after_fork)
         self.answers = True
         """Whether finishing adds the answer stages (evals.golden.answers)."""
 
@@ -107,11 +108,7 @@ class CollectionSuite:
 
     def open(self, stage: Stage, log: Log) -> _CollectionRun | McpRun:
         settings = self.settings_of(stage)
-        key = settings.key()
-        if key not in self._opened:
-            coll = self._collection(settings, key, stage.name, log)
-            self._opened[key] = (coll, judge(self.golden, coll.chunks()))
-        coll, qrels = self._opened[key]
+        coll, qrels = self._opened_for(settings, stage.name, log)
         config: dict[str, Any] = {
             "chunk_size": settings.chunker.target, "chunk_overlap": settings.chunker.overlap,
             "analyzer": settings.analyzer.to_dict(), "bm25": settings.bm25.to_dict(),
@@ -130,20 +127,45 @@ class CollectionSuite:
     def config(self, stages: Sequence[Stage]) -> dict[str, Any]:
         return {"depth": self.depth, "judgments": JUDGMENTS, "stages": [s.name for s in stages]}
 
-    def finish(self, report: dict[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
+    forks = True  # each stage opens its collection where it ranks, so stages may fork
+
+    def after_fork(self) -> None:
+        """Open each collection the parent opened anew, and forget the retrievers built on
+        the parent's; the parent's objects stay referenced so they are never closed here."""
+        self._inherited.append((dict(self._opened), dict(self._evidence.retrievers)))
+        self._opened = {key: (Collection.open(c.name, c.snapshot.directory.parents[1]), qrels)
+                        for key, (c, qrels) in self._opened.items()}  # <home>/collections/..
+        self._evidence.retrievers.clear()
+
+    def extras(self) -> dict[str, Any]:
+        """The answers block (:mod:`evals.golden.answers`) over the baseline's collection."""
+        if not self.answers:
+            return {}
+        from .answers import answer_block
+
+        coll, _ = self._opened_for(self.settings_of(STAGES[BASELINE]), BASELINE, lambda _: None)
+        return {"answers": answer_block(
+            self.questions, coll,
+            lambda text: self._evidence.signals(coll.snapshot, "bm25", text))}
+
+    def _opened_for(self, settings: IndexSettings, stage: str,
+                    log: Log) -> tuple[Collection, metrics.Qrels]:
+        """The collection for ``settings`` (indexed and opened on first use) and its qrels."""
+        key = settings.key()
+        if key not in self._opened:
+            coll = self._collection(settings, key, stage, log)
+            self._opened[key] = (coll, judge(self.golden, coll.chunks()))
+        return self._opened[key]
+
+    def finish(self, report: dict[str, Any], skipped: Mapping[str, str],
+               extras: Mapping[str, Any]) -> dict[str, Any]:
         if skipped:
             report["config"]["skipped_stages"] = dict(skipped)
-        opened = self._opened.get(self.settings_of(STAGES[BASELINE]).key())
-        if opened is not None and self.answers:
-            from .answers import answer_block
-
-            coll = opened[0]
-            report["answers"] = answer_block(
-                self.questions, coll,
-                lambda text: self._evidence.signals(coll.snapshot, "bm25", text))
+        report.update(extras)
         return report
 
     def close(self) -> None:
+        self._inherited.clear()
         for coll, _ in self._opened.values():
             coll.close()
         self._opened.clear()
@@ -192,9 +214,10 @@ class CollectionSuite:
                 extra["embedding"]["cache"] = str(self.embedding_cache)
         config = dataclasses.replace(self.base, chunker=settings.chunker, extra=extra)
         name = self.collection_name(key)
-        report = index(name, config, home=self.home)
+        report = index(name, config, home=self.home, publish_unchanged=False)
         log(f"{self.label}: indexed {report.chunks} chunks for {stage}"
-            + (f" ({report.unchanged} files unchanged)" if report.unchanged else ""))
+            + (f" ({report.unchanged} files unchanged)" if report.unchanged else "")
+            if report.published else f"{self.label}: {stage}'s collection is up to date")
         return Collection.open(name, self.home)
 
     def collection_name(self, key: tuple[Any, ...]) -> str:
@@ -355,10 +378,10 @@ def golden_suite(path: str | Path, home: Path, *,
 def evaluate_golden(path: str | Path, out_dir: str | Path, *,
                     stage_names: Sequence[str] | None = None,
                     settings: rpt.Settings | None = None, embedding_cache: Path | None = None,
-                    log: Log = lambda _: None) -> dict[str, Any]:
+                    log: Log = lambda _: None, serial: bool = False) -> dict[str, Any]:
     """Run ``stage_names`` (default: the golden stages) on a golden version; writes
     ``out_dir/latest.json`` and ``out_dir/runs/`` and returns the report (the Python face
-    of ``python -m evals run --golden PATH``)."""
+    of ``python -m evals run --golden PATH``; ``serial`` as its ``--serial``)."""
     import tempfile
 
     from evals.harness import evaluate
@@ -370,7 +393,7 @@ def evaluate_golden(path: str | Path, out_dir: str | Path, *,
         suite = golden_suite(path, Path(home), embedding_cache=embedding_cache)
         try:
             built = evaluate(suite, stages, settings=settings or rpt.Settings(),
-                             runs_dir=out / "runs", log=log)
+                             runs_dir=out / "runs", log=log, serial=serial)
         finally:
             suite.close()
     rpt.write_json(built, out / "latest.json")

@@ -94,22 +94,55 @@ def test_the_summary_table_shows_deltas_with_intervals(golden: Path, tmp_path: P
     assert lines[3].startswith("bm25-nostem") and "[" in lines[3]
 
 
-def test_the_gil_switch_interval_is_restored_even_when_a_stage_fails(
-    golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_gil_switch_interval_is_restored_even_when_an_mcp_stage_fails() -> None:
     import sys
+    from types import SimpleNamespace
 
     from evals import harness
+    from evals.stages import STAGES
+
+    class Broken:
+        def prime(self, queries: object) -> None:
+            assert sys.getswitchinterval() == harness.SWITCH_S
+            raise RuntimeError("a stage failed")
 
     before = sys.getswitchinterval()
-    run(golden, tmp_path / "ok")
+    suite = SimpleNamespace(questions=[], depth=10, label="x")
+    with pytest.raises(RuntimeError, match="a stage failed"):
+        harness._run_mcp(suite, [(STAGES["mcp-stdio-bm25"], Broken())],  # type: ignore[list-item]
+                         report.Settings(), None, lambda _: None)
     assert sys.getswitchinterval() == before
 
-    def broken(*args: object) -> None:
-        assert sys.getswitchinterval() == harness.SWITCH_S
-        raise RuntimeError("a stage failed")
+
+def test_forked_workers_write_the_report_a_serial_run_writes(
+    golden: Path, tmp_path: Path,
+) -> None:
+    stages = ["bm25", "bm25-nostem", "bm25-k1.2-b0.75", "bm25-chunk500"]
+    texts, runs = [], []
+    for name, serial in (("forked", False), ("serial", True)):
+        evaluate_golden(golden, tmp_path / name, stage_names=stages, serial=serial,
+                        settings=report.Settings(resamples=500, permutations=500))
+        data = json.loads((tmp_path / name / "latest.json").read_text())
+        data.pop("run")
+        texts.append(json.dumps(data, sort_keys=True))
+        runs.append({p.name: p.read_bytes() for p in (tmp_path / name / "runs").iterdir()})
+    assert texts[0] == texts[1]
+    assert runs[0] == runs[1] and sorted(runs[0]) == sorted(f"{s}.trec" for s in stages)
+    assert "answers" in json.loads(texts[0])  # the extras came back from wherever they ran
+
+
+def test_a_stage_failing_in_a_worker_fails_the_run_with_its_own_error(
+    golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evals import harness
+
+    real = harness._run_stage
+
+    def broken(run: object, stage: object, *args: object) -> object:
+        if getattr(stage, "name", None) == "bm25-nostem":
+            raise RuntimeError("a stage failed")
+        return real(run, stage, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(harness, "_run_stage", broken)
     with pytest.raises(RuntimeError, match="a stage failed"):
         run(golden, tmp_path / "broken")
-    assert sys.getswitchinterval() == before

@@ -1,0 +1,154 @@
+"""Work in a forked child process, its result handed back pickled: the harness's second core.
+
+The harness is CPU-bound Python, so threads share one core. A forked child
+inherits everything the parent has loaded (the suite, its questions, opened
+collections and caches) at no cost, runs one function, and writes its result down
+a pipe. The rules a caller keeps:
+
+* fork before any thread starts in the parent (only the forking thread exists in
+  the child, so a lock another thread held would never be released there);
+* the child opens its own SQLite connections: one opened before the fork must not
+  be used on both sides (SQLite's rule); the harness opens each stage's
+  collection in the process that ranks it;
+* what the function returns, or raises, must pickle.
+
+A child's exception is raised again in the parent, with the child's traceback as
+its ``__cause__`` text. A child that dies without a word (a signal, ``os._exit``)
+is a :class:`WorkerError`. :func:`available` says whether this platform forks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from groundkit.errors import GroundkitError
+
+T = TypeVar("T")
+_OK, _FAILED = b"o", b"e"
+
+
+class WorkerError(GroundkitError):
+    """A forked worker failed in a way its own exception cannot tell."""
+
+
+class ChildTraceback(Exception):
+    """The traceback of an exception raised in a forked child (set as the ``__cause__``)."""
+
+
+def available() -> bool:
+    """Whether work can be forked here (POSIX ``fork``; not on Windows)."""
+    return hasattr(os, "fork")
+
+
+class Forked(Generic[T]):
+    """``fn()`` running in a forked child; :meth:`result` waits for it."""
+
+    def __init__(self, fn: Callable[[], T], name: str) -> None:
+        self.name = name
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: run, report, and leave without the parent's cleanup
+            os.close(read)
+            _child(fn, write)
+        os.close(write)
+        self.pid, self._read = pid, read
+        self._done = False
+
+    def result(self) -> T:
+        """The child's return value; its exception raised here; a silent death a
+        :class:`WorkerError`."""
+        with os.fdopen(self._read, "rb") as pipe:
+            payload = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        self._done = True
+        if payload[:1] == _OK:
+            value: T = pickle.loads(payload[1:])
+            return value
+        if payload[:1] == _FAILED:
+            exc, text = pickle.loads(payload[1:])
+            raise exc from ChildTraceback(f"in worker {self.name!r}:\n{text}")
+        raise WorkerError(f"worker {self.name!r} (pid {self.pid}) ended without a result "
+                          f"({_describe(status)})")
+
+    def stop(self) -> None:
+        """End the child if it is still running (the parent is failing): SIGTERM, then wait."""
+        if self._done:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        with contextlib.suppress(OSError):
+            os.close(self._read)
+        os.waitpid(self.pid, 0)
+        self._done = True
+
+
+class Tasks:
+    """Task numbers ``0 .. n-1`` handed out through a pipe, one byte each, to whichever
+    process asks first: the parent and its forked workers share the pipe, so a worker
+    that finishes early takes the next task instead of idling. Create it before forking.
+    """
+
+    LIMIT = 255
+
+    def __init__(self, n: int) -> None:
+        if not 0 <= n <= self.LIMIT:
+            raise ValueError(f"at most {self.LIMIT} tasks, not {n}")
+        self._read, write = os.pipe()
+        os.write(write, bytes(range(n)))  # far below the pipe's buffer: never blocks
+        os.close(write)
+
+    def take(self) -> int | None:
+        """The next task's number; ``None`` when every task has been taken."""
+        byte = os.read(self._read, 1)  # a one-byte read from a pipe is atomic
+        return byte[0] if byte else None
+
+    def close(self) -> None:
+        os.close(self._read)
+
+
+def _child(fn: Callable[[], object], fd: int) -> None:
+    code = 0
+    try:
+        signal.signal(signal.SIGTERM, _exit_on_term)
+        try:
+            payload = _OK + pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:  # noqa: BLE001 - everything goes back, even SystemExit
+            payload = _FAILED + _pickled_failure(exc)
+            code = 1
+        with os.fdopen(fd, "wb") as pipe:
+            pipe.write(payload)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - the pipe is gone (the parent stopped us)
+        code = 2
+    finally:
+        os._exit(code)
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds the child's ``finally`` blocks (servers stop)
+
+
+def _pickled_failure(exc: BaseException) -> bytes:
+    text = "".join(traceback.format_exception(exc))
+    try:
+        payload = pickle.dumps((exc, text), protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(payload)  # an exception whose constructor takes other arguments fails here
+        return payload
+    except Exception:  # noqa: BLE001 - one that does not round-trip: its text still does
+        return pickle.dumps((WorkerError(f"{type(exc).__name__}: {exc}"), text))
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"
