@@ -164,9 +164,8 @@ def index_collection(
     changed there, carrying everything else over unread
     (:mod:`~groundkit.collection.incremental`); a full run happens anyway when
     there is no previous generation or the settings changed. With
-    ``publish_unchanged=False`` a run that finds nothing added, changed, removed or
-    newly skipped, under the same settings, publishes nothing
-    (:attr:`IndexReport.published` is false).
+    ``publish_unchanged=False`` a run finding nothing added, changed, removed or newly
+    skipped, under the same settings, publishes nothing (``published`` false).
     """
     # The main process writes SQLite while workers chunk; on two cores that measured
     # no faster than one process (bench/bench_index.py), so one core is kept for it.
@@ -357,15 +356,13 @@ def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport,
 
 def _same_as(conn: sqlite3.Connection, previous: int | None, generation: int,
              report: IndexReport, settings: dict[str, Any]) -> bool:
-    """Whether the new generation holds what ``previous`` holds (documents and skips) and
-    would be built with the same settings (its derived indexes would be the same)."""
+    """Whether the new generation holds what ``previous`` holds, under the same settings."""
     if previous is None or report.added or report.changed or report.removed:
         return False
     old = store.generation_config(conn, previous)
-    if any(old.get(k) != v for k, v in settings.items() if k != "gc"):
-        return False
     skips = "SELECT path, reason FROM skipped WHERE generation = ?"
-    return (set(conn.execute(skips, (previous,))) == set(conn.execute(skips, (generation,))))
+    return (all(old.get(k) == v for k, v in settings.items() if k != "gc")
+            and set(conn.execute(skips, (previous,))) == set(conn.execute(skips, (generation,))))
 
 
 def _discard(conn: sqlite3.Connection, directory: Path, generation: int, previous: int,
