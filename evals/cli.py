@@ -20,6 +20,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from evals import forked
 from evals import stages as registry
 from evals.external.checksums import REPO as REPO
 from evals.harness import Suite, evaluate, summary_table
@@ -60,14 +61,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                          serial=getattr(args, "serial", False))
     from evals import report as rpt
 
-    rpt.write_json(built, report_path)
+    if args.html:
+        from evals.report.html import write_html
+
+        html = forked.beside(lambda: write_html(built, args.html), "html report")
+    rpt.write_json(built, report_path)  # while the HTML is rendered in a child
     measures = GOLDEN_MEASURES if args.dataset is None else None
     print(summary_table(built, measures))
     print(f"\nreport: {report_path}")
     if args.html:
-        from evals.report.html import write_html
-
-        write_html(built, args.html)
+        html()
         print(f"html:   {args.html}")
     print(f"wall time: {time.perf_counter() - t:.1f}s")
     failures = _checks(built)

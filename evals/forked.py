@@ -91,6 +91,16 @@ class Forked(Generic[T]):
         self._done = True
 
 
+def beside(fn: Callable[[], T], name: str, *, fork: bool = True) -> Callable[[], T]:
+    """Start ``fn`` in a forked child (when ``fork`` and the platform forks; else run it
+    now); the returned call waits for its result. For work the caller does not need
+    until later, while it does its own."""
+    if not (fork and available()):
+        value = fn()
+        return lambda: value
+    return Forked(fn, name).result
+
+
 class Tasks:
     """Task numbers ``0 .. n-1`` handed out through a pipe, one byte each, to whichever
     process asks first: the parent and its forked workers share the pipe, so a worker

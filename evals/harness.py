@@ -201,16 +201,16 @@ def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Se
     """:func:`_run_all` with the two workers."""
     suite.open(baseline, log)  # the baseline's collection, indexed once before the workers
     opened = [(s, suite.open(s, log)) for s in mcp]
-    tasks = forked.Tasks(len(lexical) + 1)  # the lexical stages, then the extras
+    tasks = forked.Tasks(1 + len(lexical))  # the extras first (the longest), then the stages
 
     def take() -> tuple[dict[str, Ran], Extras]:
         ran: dict[str, Ran] = {}
         extras: Extras = {}
         while (task := tasks.take()) is not None:
-            if task == len(lexical):
+            if task == 0:
                 extras = suite.extras()
             else:
-                ran.update(_run_group(suite, [lexical[task]], settings, runs_dir, log))
+                ran.update(_run_group(suite, [lexical[task - 1]], settings, runs_dir, log))
         return ran, extras
 
     def in_worker(first: Callable[[], dict[str, Ran]]) -> tuple[Portable, Extras]:

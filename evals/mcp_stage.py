@@ -37,7 +37,7 @@ SHOWN_DIFFERENCES = 5
 
 
 class VerdictCache(Protocol):
-    """The suite's verdicts, one re-read per span and run (:class:`evals.golden.suite.Verdicts`)."""
+    """The suite's verdicts, one re-read per span (:class:`evals.golden.evidence.Verdicts`)."""
 
     def of(self, snap: Snapshot, stored: StoredChunk) -> str: ...
 

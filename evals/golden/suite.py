@@ -25,8 +25,9 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import rerank_stage
-from evals.engines import Remembered, stage_retriever
+from evals.engines import Ranked, Remembered, stage_retriever
 from evals.golden.corpus import MANIFEST_FILE, load_golden
+from evals.golden.evidence import EvidenceCache, Verdicts
 from evals.golden.judgments import judge
 from evals.golden.model import Golden
 from evals.harness import Log
@@ -36,20 +37,13 @@ from evals.stages import BASELINE, STAGES, Stage
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.collection.derived import analyzer_of, bm25_params_of
 from groundkit.collection.home import Home
-from groundkit.collection.snapshot import Snapshot
 from groundkit.model import Hit
-from groundkit.retrieval import modes
+from groundkit.retrieval.base import Scored
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.fusion import FusionRetriever
+from groundkit.retrieval.lexical import BM25Retriever
 from groundkit.retrieval.modes import MODES
-from groundkit.retrieval.signals import (
-    TOP,
-    DenseEvidence,
-    Evidence,
-    LexicalEvidence,
-    lexical_evidence,
-)
-from groundkit.retrieval.signals import compute as compute_signals
-from groundkit.store import StoredChunk
+from groundkit.retrieval.signals import TOP
 from groundkit.text.analysis import Analyzer
 from groundkit.text.chunking import ChunkerConfig
 
@@ -227,69 +221,6 @@ class CollectionSuite:
         return f"golden-{digest[:12]}"
 
 
-class Verdicts:
-    """Each shown span's verdict, re-read once per run whatever stage or collection shows it.
-
-    Keyed by the chunk id's key, which names the span of the file's content (document
-    id, content hash, offsets): every collection of a suite indexes the same roots, so
-    the same key is the same bytes on disk.
-    """
-
-    def __init__(self) -> None:
-        self._by_key: dict[str, str] = {}
-
-    def of(self, snap: Snapshot, stored: StoredChunk) -> str:
-        key = stored.chunk.chunk_id.partition(":")[2]
-        if key not in self._by_key:
-            self._by_key[key] = snap.verify(stored).status.value
-        return self._by_key[key]
-
-
-class EvidenceCache:
-    """What each collection's retrievers know about each question, computed once.
-
-    Stages that share a collection (the five hybrids, say) share its evidence; a
-    mode takes the lexical part, the dense part or both.
-    """
-
-    def __init__(self) -> None:
-        self._lexical: dict[tuple[str, str], LexicalEvidence] = {}
-        self._dense: dict[tuple[str, str], DenseEvidence | None] = {}
-        self._signals: dict[tuple[str, str, str], dict[str, float]] = {}
-        self.retrievers: dict[str, dict[str, Remembered]] = {}
-        """collection -> its shared first-stage retrievers (:func:`stage_retriever`)."""
-        self._stored: dict[str, dict[int, StoredChunk]] = {}
-
-    def signals(self, snap: Snapshot, mode: str, query: str,
-                ranked: Sequence[tuple[int, float]] | None = None) -> dict[str, float]:
-        """The query's confidence signals in ``mode``; ``ranked``: the collection's own BM25
-        ranking of it, at least :data:`~groundkit.retrieval.signals.TOP` deep, if known."""
-        if (snap.name, mode, query) not in self._signals:
-            self._signals[snap.name, mode, query] = self._compute(snap, mode, query, ranked)
-        return self._signals[snap.name, mode, query]
-
-    def stored(self, snap: Snapshot, positions: Sequence[int]) -> list[StoredChunk]:
-        """The stored chunks at ``positions``, each read once per run and collection."""
-        known = self._stored.setdefault(snap.name, {})
-        missing = [p for p in dict.fromkeys(positions) if p not in known]
-        known.update(zip(missing, snap.stored_chunks(missing), strict=True))
-        return [known[p] for p in positions]
-
-    def _compute(self, snap: Snapshot, mode: str, query: str,
-                 ranked: Sequence[tuple[int, float]] | None) -> dict[str, float]:
-        key = (snap.name, query)
-        lexical = dense = None
-        if mode in ("bm25", "hybrid"):
-            if key not in self._lexical:
-                self._lexical[key] = lexical_evidence(snap.bm25(), query, ranked)
-            lexical = self._lexical[key]
-        if MODES[mode].embedding:
-            if key not in self._dense:
-                self._dense[key] = modes.evidence(snap, "dense", query).dense
-            dense = self._dense[key]
-        return compute_signals(Evidence(lexical=lexical, dense=dense))
-
-
 class _CollectionRun:
     def __init__(self, stage: Stage, coll: Collection, settings: IndexSettings,
                  qrels: metrics.Qrels, config: dict[str, Any], description: str,
@@ -310,6 +241,8 @@ class _CollectionRun:
             stage, snap, settings.analyzer, settings.bm25,
             lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
             evidence.retrievers.setdefault(snap.name, {})), snap, stage)
+        inner = self.retriever.inner if isinstance(self.retriever, Remembered) else self.retriever
+        self._bm25 = inner if self.bm25_ranked and type(inner) is BM25Retriever else None
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
                                 "identity": self.retriever.identity,
@@ -325,22 +258,36 @@ class _CollectionRun:
 
         Also records the question's confidence signals in the stage's mode (for the gate).
         """
-        scored = self.retriever.search(question.text, depth)
+        if isinstance(self.retriever, FusionRetriever):
+            self.retriever.explained = shown  # the rest are recorded by id and score only
+        ranked, top = self._ranked(question.text, depth, shown)
         if self.gate_mode is not None:
-            own = [(s.position, s.score) for s in scored[:TOP]] if self.bm25_ranked else None
+            own = ranked[:TOP] if self.bm25_ranked else None
             self.signals[question.query_id] = self.evidence.signals(
                 self.snapshot, self.gate_mode, question.text, own)
-        stored = self.evidence.stored(self.snapshot, [s.position for s in scored[:shown]])
+        stored = self.evidence.stored(self.snapshot, [s.position for s in top])
         records = []
-        for rank, (s, item) in enumerate(zip(scored, stored, strict=False), start=1):
+        for rank, (s, item) in enumerate(zip(top, stored, strict=True), start=1):
             hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)
             records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name),
                                                   self.verdicts.of(self.snapshot, item)))
         ids = self.snapshot.chunk_ids()
         unshown = rpt.HitRecord.unshown
-        records += [unshown(rank, ids[s.position], s.score)
-                    for rank, s in enumerate(scored[shown:], start=len(records) + 1)]
+        records += [unshown(rank, ids[position], score)
+                    for rank, (position, score) in enumerate(ranked[shown:], start=len(top) + 1)]
         return records
+
+    def _ranked(self, query: str, depth: int, shown: int) -> tuple[Ranked, list[Scored]]:
+        """Every ``(position, score)``, best first, and the top ``shown`` as explained hits.
+
+        A plain BM25 stage ranks through its index and explains only what it shows, as
+        its retriever explains every hit (the same scores, order and explanations).
+        """
+        if self._bm25 is not None:
+            ranked = self._bm25.index.search(query, depth)
+            return ranked, self._bm25.scored(query, ranked[:shown])
+        scored = self.retriever.search(query, depth)
+        return [(s.position, s.score) for s in scored], scored[:shown]
 
 
 def questions_of(golden: Golden) -> list[rpt.Question]:

@@ -21,11 +21,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from evals import forked
 from evals.score import abstention, metrics, stats
 from groundkit.model import OFFSET_UNIT
 
 from .files import SCHEMA_VERSION, canonical, run_metadata
 from .model import HitRecord, Provenance, Question, ReportError, Settings, StageResult
+
+FORK_QUESTIONS = 200
+"""From this many questions on, the abstention gate's block (re-splits, intervals: about
+1.5 s for golden v2) is computed in a forked child while the rest of the report is built;
+below it, a fork would cost more than it saves."""
 
 
 def build_report(
@@ -48,6 +54,7 @@ def build_report(
     measures = tuple(metrics.canonical_measure(m) for m in settings.measures)
     judged = _judged(questions)
     scores = {s.name: _stage_scores(s, qrels, judged, measures) for s in stages}
+    gate = _gate_block(_gate_items(by_id, stages, qrels), len(by_id))
     passages = _Passages()
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -73,11 +80,19 @@ def build_report(
         ],
         "passages": passages.rows,
     }
-    gated = _gate_items(by_id, stages, qrels)
-    if gated:
-        report["gate"] = abstention.report_block(gated)
+    if gate is not None:
+        report["gate"] = gate()
     built: dict[str, Any] = canonical(report)
     return built
+
+
+def _gate_block(gated: dict[str, tuple[str, list[abstention.Item]]],
+                questions: int) -> Callable[[], dict[str, Any]] | None:
+    """The gate block, started beside the rest of the report (:data:`FORK_QUESTIONS`)."""
+    if not gated:
+        return None
+    return forked.beside(lambda: abstention.report_block(gated), "gate block",
+                         fork=questions >= FORK_QUESTIONS)
 
 
 def _judged(questions: Sequence[Question]) -> list[str]:

@@ -88,3 +88,8 @@ def test_every_task_goes_to_exactly_one_taker() -> None:
 def test_more_tasks_than_bytes_is_refused() -> None:
     with pytest.raises(ValueError, match="at most 255"):
         forked.Tasks(256)
+
+
+def test_beside_runs_in_a_child_or_here_when_told_not_to_fork() -> None:
+    assert forked.beside(os.getpid, "w")() != os.getpid()
+    assert forked.beside(os.getpid, "w", fork=False)() == os.getpid()
