@@ -171,3 +171,15 @@ def test_convex_agrees_with_ranx_weighted_sum_of_min_max_scores() -> None:
     assert ours.keys() == expected.keys()
     for chunk_id, value in expected.items():
         assert ours[chunk_id] == pytest.approx(value, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("fuse", [lambda lists, **kw: rrf(lists, top_k=4, **kw),
+                                  lambda lists, **kw: convex(lists, {"a": 0.5, "b": 0.5}, 4,
+                                                             **kw)])
+def test_explained_spells_out_only_the_top_hits_and_changes_nothing_else(fuse: Any) -> None:
+    lists = {"a": [("x", 3.0), ("y", 2.0), ("z", 1.0)], "b": [("z", 0.9), ("w", 0.5)]}
+    full, lean = fuse(lists), fuse(lists, explained=2)
+    assert [(h.chunk_id, h.score, h.rank) for h in lean] == [
+        (h.chunk_id, h.score, h.rank) for h in full]
+    assert [h.contributions for h in lean[:2]] == [h.contributions for h in full[:2]]
+    assert all(h.contributions == () for h in lean[2:]) and len(full) == 4
