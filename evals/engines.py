@@ -79,7 +79,7 @@ class BM25sRetriever:
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
         _no_threshold(self.name, score_threshold)
-        return _scored(self.name, self.ranked(query, top_k))
+        return scored(self.name, self.ranked(query, top_k))
 
 
 class RankBM25Retriever:
@@ -123,7 +123,7 @@ class RankBM25Retriever:
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
         _no_threshold(self.name, score_threshold)
-        return _scored(self.name, self.ranked(query, top_k))
+        return scored(self.name, self.ranked(query, top_k))
 
 
 REFERENCES: dict[str, Callable[[Sequence[list[str]], Analyzer, BM25Params], Retriever]] = {
@@ -144,6 +144,22 @@ class Remembered:
         self.inner = inner
         self.name = inner.name
         self._answers: dict[tuple[Any, ...], list[Scored]] = {}
+        self._pairs: dict[tuple[Any, ...], Ranked] = {}
+
+    @property
+    def pairs(self) -> Callable[[str, int], Ranked] | None:
+        """The inner retriever's ``pairs``, remembered too (``None`` if it has none)."""
+        inner = getattr(self.inner, "pairs", None)
+        if inner is None:
+            return None
+
+        def remembered(query: str, top_k: int) -> Ranked:
+            key = ("pairs", query, top_k)
+            if key not in self._pairs:
+                self._pairs[key] = inner(query, top_k)
+            return self._pairs[key]
+
+        return remembered
 
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
@@ -187,7 +203,8 @@ def ranker(retriever: Retriever) -> Callable[[str, int], Ranked]:
     return lambda query, depth: [(s.position, s.score) for s in retriever.search(query, depth)]
 
 
-def _scored(name: str, ranked: Ranked) -> list[Scored]:
+def scored(name: str, ranked: Ranked) -> list[Scored]:
+    """``ranked`` as ``name``'s hits, explained as a BM25 or dense retriever explains them."""
     return [Scored(position, score, (Contribution(retriever=name, rank=rank, score=score),))
             for rank, (position, score) in enumerate(ranked, start=1)]
 

@@ -25,7 +25,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import rerank_stage
-from evals.engines import Ranked, Remembered, stage_retriever
+from evals.engines import Ranked, scored, stage_retriever
 from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.evidence import EvidenceCache, Verdicts
 from evals.golden.judgments import judge
@@ -41,7 +41,6 @@ from groundkit.model import Hit
 from groundkit.retrieval.base import Scored
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.fusion import FusionRetriever
-from groundkit.retrieval.lexical import BM25Retriever
 from groundkit.retrieval.modes import MODES
 from groundkit.retrieval.signals import TOP
 from groundkit.text.analysis import Analyzer
@@ -241,8 +240,6 @@ class _CollectionRun:
             stage, snap, settings.analyzer, settings.bm25,
             lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
             evidence.retrievers.setdefault(snap.name, {})), snap, stage)
-        inner = self.retriever.inner if isinstance(self.retriever, Remembered) else self.retriever
-        self._bm25 = inner if self.bm25_ranked and type(inner) is BM25Retriever else None
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
                                 "identity": self.retriever.identity,
@@ -280,14 +277,15 @@ class _CollectionRun:
     def _ranked(self, query: str, depth: int, shown: int) -> tuple[Ranked, list[Scored]]:
         """Every ``(position, score)``, best first, and the top ``shown`` as explained hits.
 
-        A plain BM25 stage ranks through its index and explains only what it shows, as
-        its retriever explains every hit (the same scores, order and explanations).
+        A BM25 or dense stage ranks through its retriever's ``pairs`` and explains only
+        what it shows, as its ``search`` explains every hit (same scores, order, hits).
         """
-        if self._bm25 is not None:
-            ranked = self._bm25.index.search(query, depth)
-            return ranked, self._bm25.scored(query, ranked[:shown])
-        scored = self.retriever.search(query, depth)
-        return [(s.position, s.score) for s in scored], scored[:shown]
+        pairs = getattr(self.retriever, "pairs", None)
+        if pairs is not None:
+            ranked = pairs(query, depth)
+            return ranked, scored(self.retriever.name, ranked[:shown])
+        hits = self.retriever.search(query, depth)
+        return [(s.position, s.score) for s in hits], hits[:shown]
 
 
 def questions_of(golden: Golden) -> list[rpt.Question]:

@@ -72,6 +72,11 @@ class DenseRetriever:
             return []
         return self.store.search(self.embedder.vector(query), depth, score_threshold)
 
+    def pairs(self, query: str, top_k: int) -> list[tuple[int, float]]:
+        """:meth:`search`'s ranking as ``(position, score)`` pairs, no hits built."""
+        positions = self.positions
+        return [(positions[chunk_id], score) for chunk_id, score in self.ranked(query, top_k)]
+
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
         name, positions = self.name, self.positions

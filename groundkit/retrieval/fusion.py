@@ -47,7 +47,8 @@ class FusedHit:
         return next((c for c in self.contributions if c.retriever == retriever), None)
 
 
-def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int) -> list[FusedHit]:
+def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int,
+        explained: int | None = None) -> list[FusedHit]:
     r"""Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009).
 
     ``score(d) = sum over retrievers r that returned d of 1 / (k + rank_r(d))``,
@@ -66,7 +67,8 @@ def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int) -> list[
 
     Ties in the fused score are broken by ``chunk_id``, so the output is
     deterministic. Scores are summed with :func:`math.fsum`, so equal rank
-    patterns give exactly equal scores.
+    patterns give exactly equal scores. ``explained``: how many of the top hits
+    carry their contributions (default all; the rest an empty tuple).
     """
     if isinstance(k, bool) or not (isinstance(k, int | float) and math.isfinite(k) and k >= 0):
         raise UsageError(f"RRF k must be a finite number >= 0, got {k!r}")
@@ -79,10 +81,11 @@ def rrf(ranked_lists: RankedLists, k: float = DEFAULT_K, *, top_k: int) -> list[
     def explain(name: str, rank: int, score: float) -> Contribution:
         return Contribution(name, rank, score, {"contribution": value(name, rank, score), "k": k})
 
-    return _fused_hits(positions, value, explain, top_k)
+    return _fused_hits(positions, value, explain, top_k, explained)
 
 
-def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) -> list[FusedHit]:
+def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int,
+           explained: int | None = None) -> list[FusedHit]:
     """A convex combination of min-max normalised scores, for the fusion ablation.
 
     ``score(d) = sum_r w_r * (s_r(d) - min_r) / (max_r - min_r)``, where a
@@ -95,7 +98,8 @@ def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) 
     score changes with top_k and with whatever else was retrieved; one outlier
     squeezes every other score towards 0; the best hit of a query with no
     good answer still normalises to 1.0. The fused score is therefore no more
-    thresholdable than RRF's. Ties are broken by ``chunk_id``.
+    thresholdable than RRF's. Ties are broken by ``chunk_id``; ``explained`` as
+    :func:`rrf`'s.
     """
     _check_top_k(top_k)
     _check_weights(ranked_lists, weights)
@@ -115,7 +119,7 @@ def convex(ranked_lists: RankedLists, weights: Mapping[str, float], top_k: int) 
                                     "normalized": normalised(name, score),
                                     "weight": weights[name]})
 
-    return _fused_hits(positions, value, explain, top_k)
+    return _fused_hits(positions, value, explain, top_k, explained)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,17 +128,20 @@ class FusionMethod:
 
     name: str
     description: str
-    fuse: Callable[[RankedLists, int, Mapping[str, Any]], list[FusedHit]]
+    fuse: Callable[[RankedLists, int, Mapping[str, Any], int | None], list[FusedHit]]
+    """``(lists, top_k, params, explained) -> hits``."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _fuse_rrf(lists: RankedLists, top_k: int, params: Mapping[str, Any]) -> list[FusedHit]:
-    return rrf(lists, params.get("rrf_k", DEFAULT_K), top_k=top_k)
+def _fuse_rrf(lists: RankedLists, top_k: int, params: Mapping[str, Any],
+              explained: int | None) -> list[FusedHit]:
+    return rrf(lists, params.get("rrf_k", DEFAULT_K), top_k=top_k, explained=explained)
 
 
-def _fuse_convex(lists: RankedLists, top_k: int, params: Mapping[str, Any]) -> list[FusedHit]:
+def _fuse_convex(lists: RankedLists, top_k: int, params: Mapping[str, Any],
+                 explained: int | None) -> list[FusedHit]:
     weights = params.get("weights") or {name: 1.0 / len(lists) for name in lists}
-    return convex(lists, weights, top_k)
+    return convex(lists, weights, top_k, explained)
 
 
 FUSIONS: Mapping[str, FusionMethod] = {
@@ -173,6 +180,9 @@ class FusionRetriever:
         self.method = method
         self.params = {**method.defaults, **params}
         self.candidates = candidates
+        self.explained: int | None = None
+        """How many of the top hits carry their contributions (``None``: every hit); an
+        evaluation that records the rest by id and score sets how many it shows."""
 
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
@@ -182,11 +192,20 @@ class FusionRetriever:
                 "cutoff would measure list overlap, not relevance (ADR-0005); threshold dense "
                 "instead")
         depth = max(top_k, self.candidates)
-        lists = {name: [(self.chunk_ids[s.position], s.score)
-                        for s in retriever.search(query, depth)]
+        lists = {name: self._ids(retriever, query, depth)
                  for name, retriever in self.retrievers.items()}
-        fused = self.method.fuse(lists, top_k, self.params)
+        fused = self.method.fuse(lists, top_k, self.params, self.explained)
         return [Scored(self.positions[h.chunk_id], h.score, h.contributions) for h in fused]
+
+
+    def _ids(self, retriever: Retriever, query: str, depth: int) -> list[tuple[str, float]]:
+        """``retriever``'s ranking as ``(chunk_id, score)``: through its ``pairs`` when it
+        has them (BM25, dense), so no explained hit is built only to be taken apart."""
+        ids = self.chunk_ids
+        pairs = getattr(retriever, "pairs", None)
+        if pairs is not None:
+            return [(ids[position], score) for position, score in pairs(query, depth)]
+        return [(ids[s.position], s.score) for s in retriever.search(query, depth)]
 
 
 # ---------------------------------------------------------------------- kernels
@@ -228,8 +247,10 @@ def _fused_hits(
     value: Callable[[str, int, float], float],
     explain: Callable[[str, int, float], Contribution],
     top_k: int,
+    explained: int | None = None,
 ) -> list[FusedHit]:
-    """The ``top_k`` best fused chunks; only those get their contributions spelled out.
+    """The ``top_k`` best fused chunks; only those (only the first ``explained`` of
+    them, if given) get their contributions spelled out.
 
     A candidate's score is the :func:`math.fsum` of its ``value`` per list (the
     numbers its explanation carries as ``contribution``), ties broken by ``chunk_id``.
@@ -244,7 +265,9 @@ def _fused_hits(
         else:
             scored[cid] = math.fsum(value(*entry) for entry in entries)
     ordered = sorted(scored.items(), key=_best_first)[:top_k]
-    return [FusedHit(cid, score, position, tuple([explain(*entry) for entry in positions[cid]]))
+    shown = len(ordered) if explained is None else explained
+    return [FusedHit(cid, score, position, tuple([explain(*entry) for entry in positions[cid]])
+                     if position <= shown else ())
             for position, (cid, score) in enumerate(ordered, start=1)]
 
 

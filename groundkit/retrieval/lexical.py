@@ -26,6 +26,10 @@ class BM25Retriever:
         ranked = self.index.search(query, top_k, score_threshold=score_threshold)
         return self.scored(query, ranked, explain=explain)
 
+    def pairs(self, query: str, top_k: int) -> list[tuple[int, float]]:
+        """:meth:`search`'s ranking as ``(position, score)`` pairs, no hits built."""
+        return self.index.search(query, top_k)
+
     def scored(self, query: str, ranked: Sequence[tuple[int, float]], *,
                explain: bool = False) -> list[Scored]:
         """``(position, score)`` pairs of :meth:`BM25Index.search` as this retriever's hits."""

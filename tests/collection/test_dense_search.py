@@ -172,3 +172,30 @@ def test_a_dense_answer_quotes_a_paraphrase_no_word_of_which_is_in_the_question(
     assert answer.kind == "extractive"
     assert answer.sentences[0].text == "Every automobile in the fleet is serviced each spring."
     assert ask(local, "car maintenance").kind == "empty"  # BM25: no shared word, no answer
+
+
+def test_pairs_rank_as_search_does_and_fusion_through_them_is_unchanged(
+    local: Collection,
+) -> None:
+    from groundkit.retrieval.fusion import FusionRetriever
+
+    snap = local.snapshot
+    hybrid = modes.make_retriever(snap, "hybrid", {})
+    assert isinstance(hybrid, FusionRetriever)
+    for name, retriever in hybrid.retrievers.items():
+        for query in ("deployment logs", "car maintenance", "zebra"):
+            assert retriever.pairs(query, 3) == [  # type: ignore[attr-defined]
+                (s.position, s.score) for s in retriever.search(query, 3)], name
+
+    class SearchOnly:  # the same retriever without pairs: fusion falls back to search
+        def __init__(self, inner: object) -> None:
+            self.inner, self.name = inner, inner.name  # type: ignore[attr-defined]
+
+        def search(self, query: str, top_k: int, **kw: object) -> object:
+            return self.inner.search(query, top_k, **kw)  # type: ignore[attr-defined]
+
+    through_search = FusionRetriever({n: SearchOnly(r) for n, r in hybrid.retrievers.items()},
+                                     snap.chunk_ids(), snap.positions(), hybrid.method,
+                                     hybrid.params)  # type: ignore[arg-type]
+    for query in ("deployment logs", "on-call engineer", "zebra"):
+        assert hybrid.search(query, 3) == through_search.search(query, 3)
