@@ -43,8 +43,10 @@ class ChildTraceback(Exception):
 
 
 def available() -> bool:
-    """Whether work can be forked here (POSIX ``fork``; not on Windows)."""
-    return hasattr(os, "fork")
+    """Whether work is forked here: POSIX ``fork``, but not on Windows (none) or macOS,
+    where a forked child may crash once system frameworks are loaded (why Python's
+    ``multiprocessing`` spawns there by default)."""
+    return hasattr(os, "fork") and sys.platform != "darwin"
 
 
 class Forked(Generic[T]):
