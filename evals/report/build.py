@@ -29,9 +29,9 @@ from .files import SCHEMA_VERSION, canonical, run_metadata
 from .model import HitRecord, Provenance, Question, ReportError, Settings, StageResult
 
 FORK_QUESTIONS = 200
-"""From this many questions on, the abstention gate's block (re-splits, intervals: about
-1.5 s for golden v2) is computed in a forked child while the rest of the report is built;
-below it, a fork would cost more than it saves."""
+"""From this many questions on, the comparisons and the abstention gate's block (the
+resampling: about 2.5 s for golden v2) are computed in a forked child while the rest of
+the report is built; below it, a fork would cost more than it saves."""
 
 
 def build_report(
@@ -54,7 +54,12 @@ def build_report(
     measures = tuple(metrics.canonical_measure(m) for m in settings.measures)
     judged = _judged(questions)
     scores = {s.name: _stage_scores(s, qrels, judged, measures) for s in stages}
-    gate = _gate_block(_gate_items(by_id, stages, qrels), len(by_id))
+    gated = _gate_items(by_id, stages, qrels)
+    statistics = forked.beside(  # the resampling, beside the rest (FORK_QUESTIONS)
+        lambda: canonical({"comparisons": _comparisons(stages, baseline, scores, measures,
+                                                       settings),
+                           **({"gate": abstention.report_block(gated)} if gated else {})}),
+        "report statistics", fork=len(by_id) >= FORK_QUESTIONS)
     passages = _Passages()
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -72,7 +77,6 @@ def build_report(
         "measures": list(measures),
         "baseline": baseline,
         "stages": [_stage_block(s, scores[s.name], by_id, judged) for s in stages],
-        "comparisons": _comparisons(stages, baseline, scores, measures, settings),
         "breakdowns": _breakdowns(by_id, judged, scores),
         "questions": [
             _question_block(by_id[q], stages, scores, qrels, settings, passages)
@@ -80,19 +84,9 @@ def build_report(
         ],
         "passages": passages.rows,
     }
-    if gate is not None:
-        report["gate"] = gate()
     built: dict[str, Any] = canonical(report)
+    built.update(statistics())
     return built
-
-
-def _gate_block(gated: dict[str, tuple[str, list[abstention.Item]]],
-                questions: int) -> Callable[[], dict[str, Any]] | None:
-    """The gate block, started beside the rest of the report (:data:`FORK_QUESTIONS`)."""
-    if not gated:
-        return None
-    return forked.beside(lambda: abstention.report_block(gated), "gate block",
-                         fork=questions >= FORK_QUESTIONS)
 
 
 def _judged(questions: Sequence[Question]) -> list[str]:

@@ -164,18 +164,3 @@ def test_at_alpha_counts_each_group_and_scores_answers_crag_style() -> None:
     assert out["coverage_retrieved"] == 0.5 and out["wrongful_abstentions_retrieved"] == 1
     assert out["abstentions_not_retrieved"] == 0
     assert out["crag_score"] == pytest.approx((1 - 2) / 5)  # one good answer, two wrong ones
-
-
-def test_the_report_computes_the_gate_block_in_a_forked_child_to_the_same_values(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from evals.report import build
-
-    gated = {"bm25": ("bm25", items(300))}
-    blocks = []
-    for threshold in (0, 10**9):  # forked, then here
-        monkeypatch.setattr(build, "FORK_QUESTIONS", threshold)
-        block = build._gate_block(gated, 300)
-        assert block is not None
-        blocks.append(block())
-    assert blocks[0] == blocks[1] and blocks[0]["stages"]["bm25"]["scorers"]

@@ -146,3 +146,19 @@ def test_a_stage_failing_in_a_worker_fails_the_run_with_its_own_error(
     monkeypatch.setattr(harness, "_run_stage", broken)
     with pytest.raises(RuntimeError, match="a stage failed"):
         run(golden, tmp_path / "broken")
+
+
+def test_the_statistics_computed_in_a_forked_child_are_the_ones_computed_here(
+    golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evals.report import build
+
+    reports = []
+    for name, threshold in (("forked", 0), ("here", 10**9)):
+        monkeypatch.setattr(build, "FORK_QUESTIONS", threshold)
+        built = run(golden, tmp_path / name)
+        built.pop("run")
+        reports.append(json.dumps(built, sort_keys=True))
+    assert reports[0] == reports[1]
+    assert json.loads(reports[0])["comparisons"] and "gate" in json.loads(reports[0])
+
