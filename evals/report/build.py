@@ -54,12 +54,8 @@ def build_report(
     measures = tuple(metrics.canonical_measure(m) for m in settings.measures)
     judged = _judged(questions)
     scores = {s.name: _stage_scores(s, qrels, judged, measures) for s in stages}
-    gated = _gate_items(by_id, stages, qrels)
-    statistics = forked.beside(  # the resampling, beside the rest (FORK_QUESTIONS)
-        lambda: canonical({"comparisons": _comparisons(stages, baseline, scores, measures,
-                                                       settings),
-                           **({"gate": abstention.report_block(gated)} if gated else {})}),
-        "report statistics", fork=len(by_id) >= FORK_QUESTIONS)
+    statistics = _statistics(stages, baseline, scores, measures, settings,
+                             _gate_items(by_id, stages, qrels), len(by_id))
     passages = _Passages()
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -87,6 +83,23 @@ def build_report(
     built: dict[str, Any] = canonical(report)
     built.update(statistics())
     return built
+
+
+def _statistics(stages: Sequence[StageResult], baseline: str,
+                scores: Mapping[str, metrics.PerQuery], measures: tuple[str, ...],
+                settings: Settings, gated: dict[str, tuple[str, list[abstention.Item]]],
+                questions: int) -> Callable[[], dict[str, Any]]:
+    """The report's ``comparisons`` and (when a stage is gated) ``gate``, canonical: the
+    resampling, started beside the rest of the report (:data:`FORK_QUESTIONS`)."""
+
+    def compute() -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "comparisons": _comparisons(stages, baseline, scores, measures, settings)}
+        if gated:
+            out["gate"] = abstention.report_block(gated)
+        return dict(canonical(out))
+
+    return forked.beside(compute, "report statistics", fork=questions >= FORK_QUESTIONS)
 
 
 def _judged(questions: Sequence[Question]) -> list[str]:
