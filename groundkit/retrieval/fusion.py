@@ -264,15 +264,13 @@ def _fused_hits(
             scored[cid] = value(*entries[0]) + value(*entries[1])
         else:
             scored[cid] = math.fsum(value(*entry) for entry in entries)
-    ordered = sorted(scored.items(), key=_best_first)[:top_k]
+    # best first, ties by chunk id: sorted as (-score, chunk_id) tuples, compared in C
+    ordered = sorted([(-score, cid) for cid, score in scored.items()])[:top_k]
     shown = len(ordered) if explained is None else explained
-    return [FusedHit(cid, score, position, tuple([explain(*entry) for entry in positions[cid]])
+    return [FusedHit(cid, -negated, position,
+                     tuple([explain(*entry) for entry in positions[cid]])
                      if position <= shown else ())
-            for position, (cid, score) in enumerate(ordered, start=1)]
-
-
-def _best_first(item: tuple[str, float]) -> tuple[float, str]:
-    return -item[1], item[0]
+            for position, (negated, cid) in enumerate(ordered, start=1)]
 
 
 def _min_max(ranked: RankedList) -> tuple[float, float]:
