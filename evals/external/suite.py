@@ -37,6 +37,7 @@ from evals.external.registry import DatasetSpec, Reference
 from evals.external.units import MemoryUnits, document_hits
 from evals.harness import Log
 from evals.stages import Stage
+from groundkit.collection import Collection
 from groundkit.errors import GroundkitError
 from groundkit.retrieval.base import Resources
 from groundkit.retrieval.bm25 import BM25Params
@@ -75,6 +76,7 @@ class ExternalSuite:
         self.label = spec.name
         self.qrels = positive_qrels(prep.dataset.qrels)
         self.questions = questions(prep, self.qrels)
+        self._inherited: Collection | None = None  # in a forked worker: the parent's
 
     def unavailable(self, stage: Stage) -> str | None:
         if stage.twin is not None:
@@ -147,11 +149,16 @@ class ExternalSuite:
             "references": [asdict(r) for r in self.spec.references],
         }
 
-    forks = False
-    """Stages share the prepared collection's connection and in-memory units: one process."""
+    forks = True
+    """Stages may rank in forked workers: each opens the imported collection anew."""
 
     def after_fork(self) -> None:
-        raise AssertionError("an external suite never forks")
+        """Open the imported collection anew; the parent's stays referenced, never closed here
+        (each SQLite connection stays in the process that opened it)."""
+        inherited = self.prep.collection
+        self._inherited = inherited
+        self.prep.collection = Collection.open(inherited.name,
+                                               inherited.snapshot.directory.parents[1])
 
     def extras(self) -> dict[str, Any]:
         return {}

@@ -56,6 +56,20 @@ def test_a_run_scores_every_stage_in_one_valid_report(tmp_path: Path, beir_dir: 
     assert "<html" in (tmp_path / "syn.html").read_text()
 
 
+def test_forked_workers_score_an_external_dataset_as_one_process_does(
+    tmp_path: Path, beir_dir: Path,
+) -> None:
+    reports, runs = [], []
+    for name, extra in (("forked", ()), ("serial", ("--serial",))):
+        code, report = _run(tmp_path / name, beir_dir, *extra)
+        assert code == 0
+        report.pop("run")
+        reports.append(json.dumps(report, sort_keys=True))
+        folder = tmp_path / name / "out" / "runs" / "syn"
+        runs.append({p.name: p.read_bytes() for p in folder.iterdir()})
+    assert reports[0] == reports[1] and runs[0] == runs[1] and len(runs[0]) == 5
+
+
 def test_hits_are_judged_by_the_datasets_doc_ids(tmp_path: Path, beir_dir: Path) -> None:
     _, report = _run(tmp_path, beir_dir, "--stages", "bm25")
     question = report["questions"][0]
