@@ -24,6 +24,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -32,6 +33,8 @@ from groundkit.errors import GroundkitError
 
 T = TypeVar("T")
 _OK, _FAILED = b"o", b"e"
+STOP_GRACE_S = 30.0
+"""How long :meth:`Forked.stop` waits after SIGTERM before it kills."""
 
 
 class WorkerError(GroundkitError):
@@ -72,24 +75,38 @@ class Forked(Generic[T]):
             payload = pipe.read()
         _, status = os.waitpid(self.pid, 0)
         self._done = True
-        if payload[:1] == _OK:
-            value: T = pickle.loads(payload[1:])
-            return value
+        try:
+            if payload[:1] == _OK:
+                value: T = pickle.loads(payload[1:])
+                return value
+            if payload[:1] == _FAILED:
+                exc, text = pickle.loads(payload[1:])
+        except Exception as error:  # noqa: BLE001 - cut short: the child died while writing
+            raise WorkerError(f"worker {self.name!r} (pid {self.pid}) sent a truncated result "
+                              f"({_describe(status)}: {error})") from None
         if payload[:1] == _FAILED:
-            exc, text = pickle.loads(payload[1:])
             raise exc from ChildTraceback(f"in worker {self.name!r}:\n{text}")
         raise WorkerError(f"worker {self.name!r} (pid {self.pid}) ended without a result "
                           f"({_describe(status)})")
 
-    def stop(self) -> None:
-        """End the child if it is still running (the parent is failing): SIGTERM, then wait."""
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """End the child if it is still running (the parent is failing): SIGTERM, which
+        unwinds its ``finally`` blocks (an MCP worker stops its servers once its stages'
+        current calls return), then SIGKILL if it is still there after ``grace_s``."""
         if self._done:
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGTERM)
         with contextlib.suppress(OSError):
             os.close(self._read)
-        os.waitpid(self.pid, 0)
+        deadline = time.monotonic() + grace_s
+        while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                break
+            time.sleep(0.02)
         self._done = True
 
 

@@ -93,3 +93,17 @@ def test_more_tasks_than_bytes_is_refused() -> None:
 def test_beside_runs_in_a_child_or_here_when_told_not_to_fork() -> None:
     assert forked.beside(os.getpid, "w")() != os.getpid()
     assert forked.beside(os.getpid, "w", fork=False)() == os.getpid()
+
+
+def test_a_worker_that_ignores_sigterm_is_killed_after_the_grace_time() -> None:
+    def stubborn() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(60)
+
+    worker = forked.Forked(stubborn, "w")
+    time.sleep(0.3)
+    started = time.monotonic()
+    worker.stop(grace_s=0.5)
+    assert 0.4 < time.monotonic() - started < 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker.pid, 0)  # gone and reaped
