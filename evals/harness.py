@@ -14,6 +14,7 @@ one clear error before any compute is spent.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -271,7 +272,15 @@ def _run_mcp(suite: Suite, opened: Sequence[tuple[Stage, StageRun]], settings: r
         with ThreadPoolExecutor(MCP_WORKERS, thread_name_prefix="mcp-stages") as pool:
             futures = {stage.name: pool.submit(_run_stage, run, stage, suite, settings,
                                                runs_dir, log) for stage, run in opened}
-            return {name: future.result() for name, future in futures.items()}
+            try:
+                return {name: future.result() for name, future in futures.items()}
+            except BaseException:  # a stage failed, or this worker is being stopped
+                for future in futures.values():
+                    future.cancel()
+                for _, run in opened:  # each server stops: calls in flight fail, stages end
+                    with contextlib.suppress(Exception):
+                        getattr(run, "close", lambda: None)()
+                raise
     finally:
         sys.setswitchinterval(switch)
 

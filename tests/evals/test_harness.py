@@ -114,6 +114,44 @@ def test_the_gil_switch_interval_is_restored_even_when_an_mcp_stage_fails() -> N
     assert sys.getswitchinterval() == before
 
 
+def test_when_one_mcp_stage_fails_the_others_are_closed_and_end_at_once() -> None:
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from evals import harness
+    from evals.stages import STAGES
+
+    class Failing:
+        def prime(self, queries: object) -> None:
+            raise RuntimeError("a stage failed")
+
+    class Waiting:  # ranks until it is closed, as a stage whose server is stopped
+        def __init__(self) -> None:
+            self.closed = threading.Event()
+
+        def prime(self, queries: object) -> None:
+            pass
+
+        def rank(self, question: object, depth: int, shown: int) -> list[object]:
+            if self.closed.wait(30):
+                raise RuntimeError("server gone")
+            return []
+
+        def close(self) -> None:
+            self.closed.set()
+
+    waiting = Waiting()
+    suite = SimpleNamespace(questions=[SimpleNamespace(text="q", query_id="q1")], depth=10,
+                            label="x")
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="a stage failed"):
+        harness._run_mcp(suite, [(STAGES["mcp-stdio-bm25"], Failing()),  # type: ignore[list-item]
+                                 (STAGES["mcp-http-bm25"], waiting)],
+                         report.Settings(), None, lambda _: None)
+    assert waiting.closed.is_set() and time.monotonic() - started < 10
+
+
 def test_forked_workers_write_the_report_a_serial_run_writes(
     golden: Path, tmp_path: Path,
 ) -> None:
