@@ -23,7 +23,6 @@ from groundkit.model import Contribution
 from groundkit.retrieval.base import Resources, Retriever, Scored
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.fusion import FusionRetriever
-from groundkit.retrieval.lexical import BM25Retriever
 from groundkit.retrieval.modes import make_retriever
 from groundkit.text.analysis import Analyzer
 
@@ -65,7 +64,7 @@ class BM25sRetriever:
         for query, d, s in zip(asked, docs, scores, strict=True):
             self._primed[query, top_k] = _positive(d, s)
 
-    def ranked(self, query: str, top_k: int) -> Ranked:
+    def pairs(self, query: str, top_k: int) -> Ranked:
         """``(unit, score)`` best first, as :meth:`search` ranks them, without hit objects."""
         if (query, top_k) in self._primed:
             return self._primed[query, top_k]
@@ -79,7 +78,7 @@ class BM25sRetriever:
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
         _no_threshold(self.name, score_threshold)
-        return scored(self.name, self.ranked(query, top_k))
+        return scored(self.name, self.pairs(query, top_k))
 
 
 class RankBM25Retriever:
@@ -108,7 +107,7 @@ class RankBM25Retriever:
         self._units = len(unit_terms)
         self._analyzer = analyzer
 
-    def ranked(self, query: str, top_k: int) -> Ranked:
+    def pairs(self, query: str, top_k: int) -> Ranked:
         """``(unit, score)`` best first, as :meth:`search` ranks them, without hit objects."""
         terms = self._analyzer.analyze(query)
         if not any(t in self._postings for t in terms):
@@ -123,7 +122,7 @@ class RankBM25Retriever:
     def search(self, query: str, top_k: int, *, score_threshold: float | None = None,
                explain: bool = False) -> list[Scored]:
         _no_threshold(self.name, score_threshold)
-        return scored(self.name, self.ranked(query, top_k))
+        return scored(self.name, self.pairs(query, top_k))
 
 
 REFERENCES: dict[str, Callable[[Sequence[list[str]], Analyzer, BM25Params], Retriever]] = {
@@ -194,12 +193,11 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
 
 def ranker(retriever: Retriever) -> Callable[[str, int], Ranked]:
     """``(query, depth) -> (position, score)`` pairs, best first, as ``retriever.search``
-    ranks them, without the explained hits it builds (a plain BM25 retriever is asked
-    through its index; the reference engines through their own ``ranked``)."""
-    if type(retriever) is BM25Retriever:
-        return retriever.index.search
-    if isinstance(retriever, BM25sRetriever | RankBM25Retriever):
-        return retriever.ranked
+    ranks them: its own ``pairs`` when it has them (BM25, dense, the reference engines;
+    no explained hits built), else taken from its hits."""
+    pairs: Callable[[str, int], Ranked] | None = getattr(retriever, "pairs", None)
+    if pairs is not None:
+        return pairs
     return lambda query, depth: [(s.position, s.score) for s in retriever.search(query, depth)]
 
 

@@ -91,8 +91,8 @@ class Forked(Generic[T]):
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """End the child if it is still running (the parent is failing): SIGTERM, which
-        unwinds its ``finally`` blocks (an MCP worker stops its servers once its stages'
-        current calls return), then SIGKILL if it is still there after ``grace_s``."""
+        unwinds its ``finally`` blocks (an MCP worker closes its stages and servers at
+        once), then SIGKILL if it is still there after ``grace_s``."""
         if self._done:
             return
         with contextlib.suppress(ProcessLookupError):

@@ -240,6 +240,7 @@ class _CollectionRun:
             stage, snap, settings.analyzer, settings.bm25,
             lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
             evidence.retrievers.setdefault(snap.name, {})), snap, stage)
+        self._pairs = getattr(self.retriever, "pairs", None)  # BM25, dense: see _ranked
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
                                 "identity": self.retriever.identity,
@@ -280,9 +281,8 @@ class _CollectionRun:
         A BM25 or dense stage ranks through its retriever's ``pairs`` and explains only
         what it shows, as its ``search`` explains every hit (same scores, order, hits).
         """
-        pairs = getattr(self.retriever, "pairs", None)
-        if pairs is not None:
-            ranked = pairs(query, depth)
+        if self._pairs is not None:
+            ranked = self._pairs(query, depth)
             return ranked, scored(self.retriever.name, ranked[:shown])
         hits = self.retriever.search(query, depth)
         return [(s.position, s.score) for s in hits], hits[:shown]
