@@ -17,7 +17,8 @@ export TOKENIZERS_PARALLELISM := false
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml requirements.lock
+# setup.py and the C source: an edited kernel is rebuilt (pip builds it in place, optional).
+$(STAMP): pyproject.toml requirements.lock setup.py groundkit/retrieval/_bm25c.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned, so pip takes the on-disk CPU build rather than a CUDA one.
@@ -77,6 +78,6 @@ lock: ## re-resolve requirements.lock from pyproject.toml (deliberate commit)
 	.lock-venv/bin/pip freeze --exclude-editable | grep -v '^groundkit' > requirements.lock
 	rm -rf .lock-venv
 
-clean: ## remove the venv, caches and generated reports
+clean: ## remove the venv, caches, generated reports and the built C kernel
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis evals/results \
-	  reports/*.html
+	  reports/*.html build groundkit/retrieval/_bm25c*.so

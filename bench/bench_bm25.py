@@ -1,4 +1,5 @@
-"""BM25 engines side by side: groundkit vs bm25s (numpy, numba), rank-bm25, tantivy.
+"""BM25 engines side by side: groundkit (compiled kernel, and numpy's) vs bm25s (numpy,
+numba), rank-bm25, tantivy.
 
 Corpus: ~1,000-character passages cut from this machine's /usr/share/doc, /usr/share/man
 (gzipped pages decompressed) and the Python standard library sources, in a fixed order;
@@ -36,33 +37,37 @@ from typing import Any
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ[_var] = "1"
 
-from bm25_engines import K1, TOP_K, B, available, build_engine, open_engine  # noqa: E402
+from bm25_engines import (  # noqa: E402
+    K1,
+    TOP_K,
+    B,
+    available,
+    build_engine,
+    engine_env,
+    engine_facts,
+    open_engine,
+)
+from bm25_table import best_of, check_goals, print_table  # noqa: E402
 from common import (  # noqa: E402
     ROOT,
     cpu_s,
     dir_mib,
-    format_ratio,
     latency_summary,
     load_average,
     machine,
     peak_rss_mib,
     percentile,
-    ratio,
     rss_mib,
     timed_cpu_ms,
     timed_ms,
     write_result,
 )
 
-ENGINES = ("groundkit", "bm25s", "bm25s-numba", "rank-bm25", "tantivy")
+ENGINES = ("groundkit", "groundkit-numpy", "bm25s", "bm25s-numba", "rank-bm25", "tantivy")
 SEP = "\x1e"
 _WORD = re.compile(r"[A-Za-z]{3,}")
-_STOP = frozenset(
-    {
-        "and", "are", "but", "for", "into", "not", "such", "that", "the", "their", "then", "there",
-        "these", "they", "this", "was", "will", "with",
-    }
-)
+_STOP = frozenset({"and", "are", "but", "for", "into", "not", "such", "that", "the", "their",
+                   "then", "there", "these", "they", "this", "was", "will", "with"})
 
 
 # -- corpus and queries ---------------------------------------------------------------
@@ -168,6 +173,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     ms, search = timed_ms(lambda: open_engine(args.worker, out, texts))
     result.update(load_s=ms / 1e3, rss_loaded_mib=rss_mib(),
                   loaded_over_base_mib=rss_mib() - before)
+    result.update(engine_facts(args.worker))
     for q in queries[:20]:
         search(q)
     latencies: list[float] = []
@@ -193,113 +199,11 @@ def _run_worker(engine: str, phase: str, args: argparse.Namespace, paths: dict[s
     cmd = [sys.executable, __file__, "--worker", engine, "--phase", phase,
            "--corpus", str(paths["corpus"]), "--query-file", str(paths["queries"]),
            "--index-dir", str(paths["indexes"] / engine), "--queries", str(n_queries)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **engine_env(engine))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     if proc.returncode != 0:
         return {"engine": engine, "phase": phase, "error": proc.stderr.strip()[-2000:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-COLUMNS = [
-    ("build_mb_s", "build MB/s", "{:.1f}"), ("build_mb_cpu_s", "build MB per CPU s", "{:.1f}"),
-    ("peak_rss_mib", "build peak RSS MiB", "{:.0f}"),
-    ("peak_over_corpus_mib", "build peak - corpus MiB", "{:.0f}"),
-    ("disk_mib", "disk MiB", "{:.1f}"), ("rss_loaded_mib", "loaded RSS MiB", "{:.0f}"),
-    ("loaded_over_base_mib", "loaded - base MiB", "{:.0f}"),
-    ("rss_after_queries_mib", "RSS after queries MiB", "{:.0f}"),
-    ("load_s", "load s", "{:.2f}"), ("p50_ms", "p50 ms", "{:.4f}"), ("p99_ms", "p99 ms", "{:.4f}"),
-    ("mean_ms", "mean ms", "{:.4f}"), ("p50_cpu_ms", "p50 CPU ms", "{:.4f}"),
-    ("p99_cpu_ms", "p99 CPU ms", "{:.4f}"), ("n_queries", "queries", "{}"),
-]
-
-
-def print_table(rows: dict[str, dict[str, Any]]) -> None:
-    engines = list(rows)
-    width = max(len(c[1]) for c in COLUMNS) + 2
-    print("".ljust(width) + "".join(e.rjust(14) for e in engines))
-    for key, label, fmt in COLUMNS:
-        cells = [fmt.format(rows[e][key]) if rows[e].get(key) is not None else "-"
-                 for e in engines]
-        print(label.ljust(width) + "".join(c.rjust(14) for c in cells))
-    for ref_name in ("bm25s", "bm25s-numba", "tantivy"):
-        _print_ratios(rows, ref_name)
-
-
-def _print_ratios(rows: dict[str, dict[str, Any]], ref_name: str) -> None:
-    ref = rows.get(ref_name, {})
-    if not ref:
-        return
-    print(f"\nratios vs {ref_name} (>1 = the engine better):")
-    for e in rows:
-        if e == ref_name:
-            continue
-        r = rows[e]
-        ratios = {
-            "query p50 speed-up": ratio(ref.get("p50_ms"), r.get("p50_ms")),
-            "query p99 speed-up": ratio(ref.get("p99_ms"), r.get("p99_ms")),
-            "query mean speed-up": ratio(ref.get("mean_ms"), r.get("mean_ms")),
-            "build speed": ratio(r.get("build_mb_s"), ref.get("build_mb_s")),
-            "build peak RSS smaller": ratio(ref.get("peak_rss_mib"), r.get("peak_rss_mib")),
-            "disk smaller": ratio(ref.get("disk_mib"), r.get("disk_mib")),
-            "loaded RSS smaller": ratio(ref.get("rss_loaded_mib"), r.get("rss_loaded_mib")),
-        }
-        r[f"ratios_vs_{ref_name}"] = ratios
-        print(f"  {e:12s} " + ", ".join(f"{k} {format_ratio(v)}" for k, v in ratios.items() if v))
-
-
-_BEST = {"build_s": min, "build_mb_s": max, "build_cpu_s": min, "build_mb_cpu_s": max,
-         "load_s": min, "p50_ms": min, "p99_ms": min, "mean_ms": min, "p50_cpu_ms": min,
-         "p99_cpu_ms": min}
-"""Speed figures keep the best run; memory figures keep the largest (the conservative one)."""
-
-
-def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One row from repeated runs of a phase: best speed, largest memory, every load average."""
-    out = dict(runs[-1])
-    for key in out:
-        values = [r[key] for r in runs if isinstance(r.get(key), int | float)]
-        if key in _BEST and values:
-            out[key] = _BEST[key](values)
-        elif key.endswith("_mib") and values:
-            out[key] = max(values)
-    phase = runs[-1].get("phase", "")
-    out[f"{phase}_load_avg_1m"] = [r.get("load_avg_1m") for r in runs]
-    out.pop("load_avg_1m", None)
-    out[f"{phase}_runs"] = len(runs)
-    return out
-
-
-GOALS = [
-    ("build MB/s >= 20 (one core)", "build_mb_s", lambda v, _: v >= 20),
-    ("build MB/s >= tantivy (stretch)", "build_mb_s",
-     lambda v, refs: refs["tantivy"].get("build_mb_s") is not None
-     and v >= refs["tantivy"]["build_mb_s"]),
-    ("build peak RSS <= 450 MiB (corpus included)", "peak_rss_mib", lambda v, _: v <= 450),
-    ("query p50 <= 0.05 ms", "p50_ms", lambda v, _: v <= 0.05),
-    ("query p50 <= bm25s+numba p50", "p50_ms",
-     lambda v, refs: refs["bm25s-numba"].get("p50_ms") is not None
-     and v <= refs["bm25s-numba"]["p50_ms"]),
-    ("query p99 <= bm25s+numba p99", "p99_ms",
-     lambda v, refs: refs["bm25s-numba"].get("p99_ms") is not None
-     and v <= refs["bm25s-numba"]["p99_ms"]),
-]
-
-
-def check_goals(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """groundkit's figures against its goals (ADR-0003), printed and returned."""
-    ours = rows.get("groundkit")
-    if not ours:
-        return {}
-    refs = {name: rows.get(name, {}) for name in ("bm25s-numba", "tantivy")}
-    print("\ngroundkit goals:")
-    out = {}
-    for label, key, test in GOALS:
-        value = ours.get(key)
-        met = value is not None and bool(test(value, refs))
-        out[label] = {"value": value, "met": met}
-        shown = value if value is None else round(value, 4)
-        print(f"  {'met' if met else 'NOT met':8s} {label}: {shown}")
-    return out
 
 
 def corpus_options(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,8 @@ def _bm25s_stemmer() -> Any:
 
 def available(engine: str) -> str | None:
     """Why ``engine`` cannot run here (its module is missing), or None."""
-    module = {"groundkit": "numpy", "bm25s": "bm25s", "bm25s-numba": "numba",
+    module = {"groundkit": "numpy", "groundkit-numpy": "numpy", "bm25s": "bm25s",
+              "bm25s-numba": "numba",
               "rank-bm25": "rank_bm25", "tantivy": "tantivy"}[engine]
     try:
         __import__(module)
@@ -29,8 +30,22 @@ def available(engine: str) -> str | None:
     return None
 
 
+def engine_env(engine: str) -> dict[str, str]:
+    """Environment for ``engine``'s worker: ``groundkit-numpy`` turns the C kernel off."""
+    return {"GROUNDKIT_BM25_KERNEL": "numpy"} if engine == "groundkit-numpy" else {}
+
+
+def engine_facts(engine: str) -> dict[str, Any]:
+    """What a result row records about the engine itself (groundkit: which kernel)."""
+    if not engine.startswith("groundkit"):
+        return {}
+    from groundkit.retrieval.bm25_query import compiled_kernel
+
+    return {"kernel": "numpy" if compiled_kernel() is None else "compiled"}
+
+
 def build_engine(engine: str, texts: list[str], out: Path) -> None:
-    if engine == "groundkit":
+    if engine.startswith("groundkit"):
         from groundkit.retrieval.bm25 import BM25Index, BM25Params
 
         BM25Index.build_from_texts(texts, params=BM25Params(k1=K1, b=B)).save(out, {"bench": 1})
@@ -67,8 +82,11 @@ def build_engine(engine: str, texts: list[str], out: Path) -> None:
 
 
 def open_engine(engine: str, out: Path, texts: list[str]) -> Any:
-    """A function ``raw query -> list of (doc, score)`` over the saved (or rebuilt) index."""
-    if engine == "groundkit":
+    """A function ``raw query -> list of (doc, score)`` over the saved (or rebuilt) index.
+
+    ``groundkit`` answers several-term queries with its compiled kernel when it is built,
+    ``groundkit-numpy`` always with the numpy one (the same answers; ADR-0003)."""
+    if engine.startswith("groundkit"):
         from groundkit.retrieval.bm25 import BM25Index
 
         index = BM25Index.load(out, {"bench": 1})

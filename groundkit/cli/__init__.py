@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         "$XDG_DATA_HOME/groundkit, else ~/.local/share/groundkit. "
         "Exit codes: see docs/cli.md.",
     )
-    parser.add_argument("--version", action="version", version=f"grk {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and which BM25 kernel answers, then exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", metavar="DIR", help="where collections live (overrides "
                         "$GROUNDKIT_HOME)")
@@ -41,6 +42,19 @@ def build_parser() -> argparse.ArgumentParser:
                                     parents=[common])
         sub_parser.set_defaults(handler=configure(sub_parser))
     return parser
+
+
+class _Version(argparse.Action):
+    """``grk --version``: the version, and whether the compiled BM25 kernel is built (it
+    gives the numpy kernel's answers, faster; ADR-0003). Imported only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from ..retrieval.bm25_query import compiled_kernel
+
+        kernel = "numpy" if compiled_kernel() is None else "compiled (C)"
+        print(f"grk {__version__} (BM25 kernel: {kernel})")
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

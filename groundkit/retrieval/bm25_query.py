@@ -28,11 +28,23 @@ with binary-search look-ups, twice; per-term floors, which keep ~90% of the
 postings even given the exact k-th total; a compiled term-at-a-time loop at the
 99th percentile): their bookkeeping costs more numpy calls and tens of
 nanoseconds for each posting they do touch, and the sums are memory-bound.
+
+* **Compiled** (when the optional C extension ``_bm25c`` is built, the default
+  install): several-term queries over non-negative scores go document at a time
+  through MaxScore in C (``_bm25c.c``), reading the doc-ordered lists in step and
+  skipping the documents that cannot enter the top ``k``. Its answers are the numpy
+  kernel's, bit for bit: it runs only when every sum is exact in float64 (every
+  score is a multiple of the smallest positive score's float32 ulp, and the terms'
+  maxima sum to under 2^53 of them), so the order of addition cannot matter;
+  otherwise, and with ``GROUNDKIT_BM25_KERNEL=numpy``, the numpy kernel answers.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -57,6 +69,20 @@ documents (a gather, about a nanosecond a posting) rather than by scanning them 
 FILL_RATIO = 8
 """Above one posting per this many documents, the accumulator is re-zeroed by a memset."""
 _F32 = np.float32
+COMPILED_VERSION = 4
+"""The ``_bm25c`` interface this module speaks (its ``VERSION``); another is not used."""
+
+
+def compiled_kernel() -> ModuleType | None:
+    """The built C kernel, or ``None``: not built, another version, or
+    ``GROUNDKIT_BM25_KERNEL=numpy`` (the numpy kernel gives the same answers)."""
+    if os.environ.get("GROUNDKIT_BM25_KERNEL", "").strip().lower() == "numpy":
+        return None
+    try:
+        from . import _bm25c
+    except ImportError:
+        return None
+    return _bm25c if getattr(_bm25c, "VERSION", None) == COMPILED_VERSION else None
 
 
 def impact_prefixes(indptr: IntArray, docs: npt.NDArray[np.int32],
@@ -109,9 +135,22 @@ class Kernels:
         self._imp_next = _view(arrays["imp_next"], "f")
         self._imp_scores = _view(arrays["imp_scores"], "f")
         self._local = threading.local()
+        self.compiled = None if negative else compiled_kernel()
+        """The C kernel several-term queries go through, or ``None`` (numpy)."""
+
+    @functools.cached_property
+    def exact_limit(self) -> float:
+        """Totals under this are exact float64 sums: every score is a multiple of ``u``,
+        the float32 ulp of the smallest positive score, and a float64 holds 2^53 of them."""
+        smallest = np.min(self.scores, initial=np.inf, where=self.scores > 0)
+        return 0.0 if not np.isfinite(smallest) else 2.0**53 * float(np.spacing(_F32(smallest)))
 
     def top_k(self, weights: dict[int, int], k: int) -> Hits:
         """The ``k`` best (doc, total) for term id -> query count ``weights``."""
+        if len(weights) > 1 and self.compiled is not None:
+            hits = self._maxscore(weights, k)
+            if hits is not None:
+                return hits
         ptr, imp = self._ptr, self._imp_ptr
         terms = [_Term(self, tid, c, ptr[tid], ptr[tid + 1], imp[tid], imp[tid + 1])
                  for tid, c in weights.items()]
@@ -123,6 +162,15 @@ class Kernels:
             docs, scores = t.postings()
             return _best(docs, scores.astype(np.float64), k)
         return self._several(terms, k)
+
+    def _maxscore(self, weights: dict[int, int], k: int) -> Hits | None:
+        """The compiled kernel's answer, or ``None`` where its sums might round."""
+        ptr, imp = self._ptr, self._imp_ptr
+        spec = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1])
+                for tid, c in weights.items()]
+        hits: Hits | None = self.compiled.maxscore(  # type: ignore[union-attr]
+            self.docs, self.scores, self.imp_scores, spec, k, self.exact_limit)
+        return hits
 
     def _several(self, terms: list[_Term], k: int) -> Hits:
         postings = [t.postings() for t in terms]

@@ -89,3 +89,19 @@ def test_the_console_script_runs_without_a_traceback(home: Path) -> None:
                           capture_output=True, text=True)
     assert proc.returncode == EXIT_UNRESOLVABLE and "malformed chunk id" in proc.stdout
     assert proc.stderr == ""
+
+
+def test_version_names_the_bm25_kernel_that_answers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from groundkit import __version__
+
+    monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"grk {__version__} (BM25 kernel: compiled (C))\n"
+    monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.endswith("(BM25 kernel: numpy)\n")

@@ -1,4 +1,5 @@
 import json
+import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,6 +45,36 @@ def corpus(seed, n_docs=400, vocab=60, copies=3):
     return docs, words
 
 
+NOT_BUILT = ("the C kernel groundkit.retrieval._bm25c is not built: "
+             "pip install -e . with a C compiler and the Python headers")
+
+
+def use(kernel):
+    """Indexes built from here on answer several-term queries with ``kernel``."""
+    if kernel == "compiled":
+        os.environ.pop("GROUNDKIT_BM25_KERNEL", None)
+        assert bm25_query.compiled_kernel() is not None, NOT_BUILT
+    else:
+        os.environ["GROUNDKIT_BM25_KERNEL"] = "numpy"
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def kernel(request, monkeypatch):
+    """The equality tests run on both kernels: MaxScore in C, and numpy's."""
+    if request.param == "numpy":
+        monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
+    else:
+        monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
+        assert bm25_query.compiled_kernel() is not None, NOT_BUILT
+    return request.param
+
+
+@pytest.fixture
+def numpy_kernel(monkeypatch):
+    """Tests of the numpy kernel's own paths."""
+    monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
+
+
 @pytest.fixture(params=["tiny-prefixes", "defaults", "no-scan", "touched"])
 def sizes(request, monkeypatch):
     if request.param == "touched":  # candidates always read from the touched documents
@@ -82,7 +113,7 @@ def test_impact_prefixes_are_exact_tops_of_each_terms_ranking(sizes):
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_every_query_equals_exhaustive_scoring(sizes, method):
+def test_every_query_equals_exhaustive_scoring(sizes, kernel, method):
     docs, words = corpus(2)
     index = BM25Index.build(docs, SIMPLE, BM25Params(method=method))
     rng = random.Random(3)
@@ -94,7 +125,7 @@ def test_every_query_equals_exhaustive_scoring(sizes, method):
             assert index.search_terms(query, top_k=k) == exhaustive(index, query, k), (query, k)
 
 
-def test_no_candidate_is_lost_when_one_term_proposes_them(sizes):
+def test_no_candidate_is_lost_when_one_term_proposes_them(sizes, kernel):
     docs, words = corpus(12, copies=1)
     index = BM25Index.build(docs, SIMPLE)
     rng = random.Random(13)
@@ -114,7 +145,7 @@ def test_single_term_queries_equal_exhaustive_scoring_at_every_depth(sizes):
             index, [word] * 3, 5)
 
 
-def test_score_threshold_filters_exactly_what_exhaustive_scoring_would(sizes):
+def test_score_threshold_filters_exactly_what_exhaustive_scoring_would(sizes, kernel):
     docs, words = corpus(5)
     index = BM25Index.build(docs, SIMPLE)
     rng = random.Random(6)
@@ -129,13 +160,21 @@ def test_score_threshold_filters_exactly_what_exhaustive_scoring_would(sizes):
 @settings(max_examples=120, deadline=None)
 @given(docs=st.lists(st.lists(st.sampled_from("abcdefg"), max_size=12), max_size=40),
        query=st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6),
-       k=st.integers(1, 12))
-def test_any_small_corpus_and_query_equal_exhaustive_scoring(docs, query, k):
-    index = BM25Index.build(docs, SIMPLE)
+       k=st.integers(1, 12), kernel=st.sampled_from(["compiled", "numpy"]))
+def test_any_small_corpus_and_query_equal_exhaustive_scoring(docs, query, k, kernel):
+    saved = os.environ.get("GROUNDKIT_BM25_KERNEL")
+    try:
+        use(kernel)
+        index = BM25Index.build(docs, SIMPLE)
+    finally:
+        os.environ.pop("GROUNDKIT_BM25_KERNEL", None)
+        if saved is not None:
+            os.environ["GROUNDKIT_BM25_KERNEL"] = saved
+    assert (index._kernels.compiled is None) == (kernel == "numpy")
     assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
 
 
-def test_every_selection_path_is_exercised(monkeypatch):
+def test_every_selection_path_is_exercised(monkeypatch, numpy_kernel):
     monkeypatch.setattr(bm25_query, "SHORT", 3)
     monkeypatch.setattr(bm25_query, "DEPTH", 8)
     monkeypatch.setattr(bm25_query, "SCAN_DOCS", 0)
@@ -188,7 +227,8 @@ def test_every_selection_path_is_exercised(monkeypatch):
 
 @pytest.mark.parametrize("gather", [0, 10**9])
 @pytest.mark.parametrize("fill", [0, 10**9])
-def test_the_accumulator_is_clean_after_every_reset_and_selection_path(monkeypatch, gather, fill):
+def test_the_accumulator_is_clean_after_every_reset_and_selection_path(monkeypatch, gather, fill,
+                                                                      numpy_kernel):
     monkeypatch.setattr(bm25_query, "GATHER_RATIO", gather)
     monkeypatch.setattr(bm25_query, "FILL_RATIO", fill)  # 0: scatter zeros; huge: memset
     docs, words = corpus(14, n_docs=300)
@@ -202,7 +242,7 @@ def test_the_accumulator_is_clean_after_every_reset_and_selection_path(monkeypat
         assert not acc.any()
 
 
-def test_threads_searching_at_once_get_the_same_answers():
+def test_threads_searching_at_once_get_the_same_answers(kernel):
     docs, words = corpus(9, n_docs=2000, vocab=200)
     index = BM25Index.build(docs, SIMPLE)
     rng = random.Random(10)
@@ -232,3 +272,87 @@ def test_an_index_in_the_previous_format_is_refused_with_a_rebuild_hint(tmp_path
     (tmp_path / "bm25" / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(IndexMismatchError, match="rebuild"):
         BM25Index.load(tmp_path / "bm25", STAMP)
+
+
+# -- the compiled kernel ---------------------------------------------------------------
+
+
+def test_the_compiled_kernel_agrees_with_numpy_on_a_larger_collection(monkeypatch):
+    """MaxScore's skipping (non-essential terms probed, documents dropped early) only
+    pays on long lists and a rising threshold: 24k Zipf documents, 300 queries."""
+    monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
+    assert bm25_query.compiled_kernel() is not None, NOT_BUILT
+    docs, words = corpus(16, n_docs=8000, vocab=400)
+    index = BM25Index.build(docs, SIMPLE)
+    reference = BM25Index.build(docs, SIMPLE)
+    reference._kernels.compiled = None
+    rng = random.Random(17)
+    calls = []
+    maxscore = index._kernels._maxscore
+    monkeypatch.setattr(index._kernels, "_maxscore",
+                        lambda terms, k: calls.append(k) or maxscore(terms, k))
+    for _ in range(300):
+        query = rng.sample(words[:12], rng.randint(0, 3)) + rng.sample(words, rng.randint(1, 3))
+        for k in (1, 10, 100):
+            assert index.search_terms(query, top_k=k) == reference.search_terms(query, top_k=k)
+    assert len(calls) > 600  # several-term queries went through C
+
+
+def test_scores_are_multiples_of_the_exactness_unit():
+    docs, _ = corpus(18)
+    index = BM25Index.build(docs, SIMPLE)
+    unit = index._kernels.exact_limit / 2.0**53
+    scores = index.scores.astype(np.float64)
+    assert unit > 0 and np.all(np.mod(scores / unit, 1.0) == 0.0)
+
+
+def test_where_a_sum_might_round_the_numpy_kernel_answers(monkeypatch):
+    monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
+    docs, words = corpus(19)
+    index = BM25Index.build(docs, SIMPLE)
+    kernels = index._kernels
+    assert kernels.compiled is not None, NOT_BUILT
+    kernels.__dict__["exact_limit"] = 1e-6  # below any two terms' maxima
+    results = []
+    maxscore = kernels._maxscore
+    monkeypatch.setattr(kernels, "_maxscore",
+                        lambda terms, k: results.append(maxscore(terms, k)) or results[-1])
+    for query in (words[:2], words[3:6], [words[0], words[0], words[9]]):
+        assert index.search_terms(query, top_k=10) == exhaustive(index, query, 10)
+    assert results == [None, None, None]
+
+
+def test_the_compiled_kernel_refuses_bad_input():
+    c = bm25_query.compiled_kernel()
+    assert c is not None, NOT_BUILT
+    docs, scores = np.array([0, 2, 5], np.int32), np.array([1.0, 2.0, 3.0], np.float32)
+    imp_scores = np.array([3.0, 2.0], np.float32)  # the list's impact prefix: its best first
+
+    def top(spec, k=2, docs=docs):
+        return c.maxscore(docs, scores, imp_scores, spec, k, 1e9)
+
+    assert top([(0, 3, 1.0, 0, 0)]) == [(5, 3.0), (2, 2.0)]
+    assert top([(0, 3, 1.0, 0, 2)]) == [(5, 3.0), (2, 2.0)]  # with its impact prefix
+    assert top([(0, 3, 1.0, 0, 0)], k=10**12) == [
+        (5, 3.0), (2, 2.0), (0, 1.0)]  # a huge k allocates no more than the postings
+    assert c.maxscore(docs, scores, imp_scores, [(0, 3, 1.0, 0, 0)], 2, 3.0) is None
+    for outside in ((0, 4, 1.0, 0, 0), (0, 3, 1.0, 0, 3), (2, 1, 1.0, 0, 0), (0, 3, 0.0, 0, 0)):
+        with pytest.raises(ValueError, match="outside"):
+            top([outside])
+    with pytest.raises(ValueError, match="must match"):
+        top([(0, 3, 1.0, 0, 0)], docs=docs.astype(np.int64))
+    with pytest.raises(ValueError, match="positive"):
+        top([(0, 3, 1.0, 0, 0)], k=0)
+    with pytest.raises(TypeError):
+        top([(0, 3, 1.0, 0)])
+
+
+def test_the_numpy_kernel_can_be_chosen_and_a_foreign_build_is_not_used(monkeypatch):
+    monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
+    assert bm25_query.compiled_kernel() is None
+    assert BM25Index.build([["a", "b"], ["b"]], SIMPLE)._kernels.compiled is None
+    monkeypatch.delenv("GROUNDKIT_BM25_KERNEL")
+    module = bm25_query.compiled_kernel()
+    assert module is not None, NOT_BUILT
+    monkeypatch.setattr(module, "VERSION", bm25_query.COMPILED_VERSION + 1)
+    assert bm25_query.compiled_kernel() is None

@@ -1,0 +1,8 @@
+from collections.abc import Sequence
+from typing import Any
+
+VERSION: int
+
+def maxscore(docs: Any, scores: Any, imp_scores: Any,
+             terms: Sequence[tuple[int, int, float, int, int]], k: int, limit: float,
+             /) -> list[tuple[int, float]] | None: ...
