@@ -158,13 +158,15 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
             log(f"{suite.label}: skipped {stage.name}: {reason}")
         else:
             runnable.append(stage)
-    done, extras = _run_all(suite, runnable, settings, runs_dir, log, serial=serial)
-    results = [done[s.name][0] for s in runnable]
+    with forked.sharing_cores(not serial and suite.forks and forked.available()):
+        done, extras = _run_all(suite, runnable, settings, runs_dir, log, serial=serial)
+        results = [done[s.name][0] for s in runnable]
+        built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
+                                 baseline=BASELINE, provenance=suite.provenance(),
+                                 config=suite.config(stages), settings=settings,
+                                 run=run_block)
     latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
                  if done[s.name][1] is not None}
-    built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
-                             baseline=BASELINE, provenance=suite.provenance(),
-                             config=suite.config(stages), settings=settings, run=run_block)
     twins = {s.name: s.twin for s in stages if s.twin is not None and s.name not in skipped}
     if twins:
         built["mcp"] = mcp_stage.compare(results, twins)

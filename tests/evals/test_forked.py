@@ -107,3 +107,21 @@ def test_a_worker_that_ignores_sigterm_is_killed_after_the_grace_time() -> None:
     assert 0.4 < time.monotonic() - started < 5
     with pytest.raises(ProcessLookupError):
         os.kill(worker.pid, 0)  # gone and reaped
+
+
+def test_while_sharing_cores_blas_runs_one_thread_here_and_in_forked_children() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import numpy  # noqa: F401  (loads the BLAS library threadpoolctl controls)
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is not visible to threadpoolctl"
+    with forked.sharing_cores(False):
+        assert blas_threads() == before
+    with forked.sharing_cores():
+        assert blas_threads() == [1] * len(before)
+        assert forked.Forked(blas_threads, "blas").result() == [1] * len(before)
+    assert blas_threads() == before
