@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -184,11 +185,32 @@ def _pair(text: str) -> tuple[str, str]:
     return stage_a, stage_b
 
 
+GC_THRESHOLDS = (50_000, 20, 20)
+"""The cyclic collector's thresholds while a command runs (Python's default: 700, 10, 10).
+
+A run allocates millions of short-lived tuples and records beside a few million
+long-lived objects (questions, judgments, reports), and the default young-generation
+threshold made the collector traverse them often: 7% of the parent's CPU on golden v2
+(perf). With these, two alternating pairs of warm runs took 32.4 and 29.8 s against 35.0
+and 31.8 s (5 s less CPU), with an identical report; garbage in cycles waits at most
+50,000 allocations longer."""
+
+
 def main(argv: Sequence[str] | None = None, *, face: str | None = None) -> int:
     """Parse ``argv`` and run its subcommand; a ``GroundkitError`` is one line and its code.
 
-    ``face`` (``"grk eval"``) parses ``argv`` as the options of ``run`` alone.
+    ``face`` (``"grk eval"``) parses ``argv`` as the options of ``run`` alone. The cyclic
+    collector runs less often meanwhile (:data:`GC_THRESHOLDS`), forked workers included.
     """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        return _main(argv, face=face)
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _main(argv: Sequence[str] | None, *, face: str | None) -> int:
     if face is None:
         parser = build_parser()
         label = parser.prog

@@ -200,3 +200,17 @@ def test_the_statistics_computed_in_a_forked_child_are_the_ones_computed_here(
     assert reports[0] == reports[1]
     assert json.loads(reports[0])["comparisons"] and "gate" in json.loads(reports[0])
 
+
+
+def test_a_command_runs_with_a_rarer_cyclic_collector_and_restores_it(monkeypatch, capsys):
+    import gc
+
+    from evals import __main__ as entry
+    from evals import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "cmd_list", lambda args: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    assert entry.main(["list"]) == 0
+    assert seen == [entry.GC_THRESHOLDS] != [before]
+    assert gc.get_threshold() == before
