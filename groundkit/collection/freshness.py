@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from .snapshot import Snapshot
 
@@ -37,11 +36,13 @@ def stale(snap: Snapshot, doc_ids: Iterable[str]) -> dict[str, bool]:
     return out
 
 
-def _recorded(snap: Snapshot, doc_ids: list[str]) -> dict[str, tuple[Path, int, int]]:
+def _recorded(snap: Snapshot, doc_ids: list[str]) -> dict[str, tuple[str, int, int]]:
     """Path on disk, size and mtime as recorded now for the generation's ``doc_ids``.
 
     Read on every call (a primary-key lookup per document), so a watcher that found a
-    touched file unchanged and refreshed its recorded mtime clears the flag at once.
+    touched file unchanged and refreshed its recorded mtime clears the flag at once. The
+    path is joined as a string: it is only stat'ed, and ``pathlib`` cost a third of an
+    MCP search's own time (profiled).
     """
     if not doc_ids:
         return {}
@@ -49,4 +50,4 @@ def _recorded(snap: Snapshot, doc_ids: list[str]) -> dict[str, tuple[Path, int, 
     rows = snap.conn.execute(
         "SELECT doc_id, root, relpath, size, mtime_ns FROM documents "
         f"WHERE generation = ? AND doc_id IN ({marks})", (snap.generation, *doc_ids))
-    return {doc: (Path(root) / rel, size, mtime) for doc, root, rel, size, mtime in rows}
+    return {doc: (os.path.join(root, rel), size, mtime) for doc, root, rel, size, mtime in rows}
