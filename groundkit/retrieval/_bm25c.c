@@ -88,11 +88,14 @@ static void push(heap_t *h, int32_t doc, double total) {
     }
 }
 
-static inline double score_at(const term_t *t) {
-    float s = t->scores[t->pos];
-    return t->count == 1.0f ? (double)s : (double)(float)(s * t->count);
+/* float32(score * count), as the numpy kernel weighs a repeated query term */
+static inline double weighed(float score, float count) {
+    return count == 1.0f ? (double)score : (double)(float)(score * count);
 }
 
+static inline double score_at(const term_t *t) {
+    return weighed(t->scores[t->pos], t->count);
+}
 
 /* Move t to its first posting with doc >= target (galloping, then bisection). */
 static void advance(term_t *t, int32_t target) {
@@ -193,11 +196,6 @@ static double list_maximum(const term_t *t) {
         if (s > best) best = s;
     }
     return best;
-}
-
-/* float32(score * count), as the numpy kernel weighs a repeated query term */
-static inline double weighed(float score, float count) {
-    return count == 1.0f ? (double)score : (double)(float)(score * count);
 }
 
 /* Parse (lo, hi, count, ilo, ihi) per term (postings [lo, hi), impact prefix [ilo, ihi)),
