@@ -57,6 +57,8 @@ F32Array = npt.NDArray[np.float32]
 _FILES = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets",
           "imp_ptr", "imp_docs", "imp_scores", "imp_next")
 _STATS = ("n_docs_nonempty", "avgdl", "negative_scores")
+_LATER_STATS = ("score_unit",)
+"""Stats an index written before they existed lacks (then derived when first needed)."""
 _TERM_CACHE_SIZE = 65_536
 
 
@@ -90,7 +92,8 @@ class BM25Index:
         # plain ndarray views of memory maps: np.memmap slicing costs Python calls
         arrays = {k: v.view(np.ndarray) if isinstance(v, np.memmap) else v
                   for k, v in arrays.items()}
-        self._arrays, self._stats = arrays, {k: stats[k] for k in _STATS}
+        self._arrays = arrays
+        self._stats = {k: stats[k] for k in (*_STATS, *_LATER_STATS) if k in stats}
         self.indptr: IntArray = arrays["indptr"]
         self.docs: npt.NDArray[np.int32] = arrays["docs"]
         self.scores: F32Array = arrays["scores"]
@@ -107,7 +110,8 @@ class BM25Index:
         self._docs_view = _view(self.docs, {4: "i", 8: "q"}[self.docs.dtype.itemsize])
         self._off_view = _view(self.term_offsets, "q")
         self._term_ids: dict[str, int] = {}
-        self._kernels = Kernels(arrays, negative=bool(stats["negative_scores"]))
+        self._kernels = Kernels(arrays, negative=bool(stats["negative_scores"]),
+                                unit=stats.get("score_unit"))
 
     # -- building ---------------------------------------------------------------------
 
@@ -352,6 +356,7 @@ def _check_shapes(root: Path, meta: dict[str, Any], a: dict[str, Any], blob_len:
         len(a["imp_next"]) != n_terms, len(a["imp_docs"]) != len(a["imp_scores"]),
         int(a["imp_ptr"][-1]) != len(a["imp_docs"]),
         any(not isinstance(meta.get(k), int | float) for k in _STATS),
+        any(not isinstance(meta[k], int | float) for k in _LATER_STATS if k in meta),
     ]
     if any(problems):
         raise bm25_store.damaged(root, "array shapes disagree with meta.json")

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from ..text.analysis import Analyzer
 from . import scoring
 from .bm25_params import BM25Params
-from .bm25_query import impact_prefixes
+from .bm25_query import impact_prefixes, score_unit
 from .bm25_tokens import ChunkTerms, batch_term_ids
 
 IntArray = npt.NDArray[np.int64]
@@ -132,7 +132,8 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
     }
     arrays.update(impact_prefixes(indptr, docs, scores))
     stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl,
-             "negative_scores": bool(len(scores) and scores.min() < 0)}
+             "negative_scores": bool(len(scores) and scores.min() < 0),
+             "score_unit": score_unit(scores)}
     return arrays, stats
 
 

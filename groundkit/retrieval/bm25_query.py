@@ -85,6 +85,14 @@ def compiled_kernel() -> ModuleType | None:
     return _bm25c if getattr(_bm25c, "VERSION", None) == COMPILED_VERSION else None
 
 
+def score_unit(scores: npt.NDArray[np.float32]) -> float:
+    """The float32 ulp of the smallest positive score (0.0 when none is positive): every
+    score is a whole multiple of it, so sums of fewer than 2^53 units are exact in float64,
+    which lets the compiled kernel add a document's scores in any order."""
+    smallest = np.min(scores, initial=np.inf, where=scores > 0)
+    return float(np.spacing(_F32(smallest))) if np.isfinite(smallest) else 0.0
+
+
 def impact_prefixes(indptr: IntArray, docs: npt.NDArray[np.int32],
                     scores: F32Array) -> dict[str, npt.NDArray[Any]]:
     """Per posting list longer than ``SHORT``: its best postings, best first.
@@ -124,7 +132,8 @@ def impact_prefixes(indptr: IntArray, docs: npt.NDArray[np.int32],
 class Kernels:
     """Top-k over one index's arrays (thread-safe: each thread has its own scratch)."""
 
-    def __init__(self, arrays: dict[str, Any], *, negative: bool) -> None:
+    def __init__(self, arrays: dict[str, Any], *, negative: bool,
+                 unit: float | None = None) -> None:
         self.negative = negative
         """Whether some score is negative (classic idf): then a term can lower a total."""
         self.docs, self.scores = arrays["docs"], arrays["scores"]
@@ -137,13 +146,14 @@ class Kernels:
         self._local = threading.local()
         self.compiled = None if negative else compiled_kernel()
         """The C kernel several-term queries go through, or ``None`` (numpy)."""
+        self._unit = unit
 
     @functools.cached_property
     def exact_limit(self) -> float:
-        """Totals under this are exact float64 sums: every score is a multiple of ``u``,
-        the float32 ulp of the smallest positive score, and a float64 holds 2^53 of them."""
-        smallest = np.min(self.scores, initial=np.inf, where=self.scores > 0)
-        return 0.0 if not np.isfinite(smallest) else 2.0**53 * float(np.spacing(_F32(smallest)))
+        """Totals under this are exact float64 sums: 2^53 times the index's
+        :func:`score_unit`, recorded at build (derived here, one pass over the scores, for
+        an index written before it was recorded)."""
+        return 2.0**53 * (self._unit if self._unit is not None else score_unit(self.scores))
 
     def top_k(self, weights: dict[int, int], k: int) -> Hits:
         """The ``k`` best (doc, total) for term id -> query count ``weights``."""

@@ -1,5 +1,4 @@
 import json
-import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,15 +46,6 @@ def corpus(seed, n_docs=400, vocab=60, copies=3):
 
 NOT_BUILT = ("the C kernel groundkit.retrieval._bm25c is not built: "
              "pip install -e . with a C compiler and the Python headers")
-
-
-def use(kernel):
-    """Indexes built from here on answer several-term queries with ``kernel``."""
-    if kernel == "compiled":
-        os.environ.pop("GROUNDKIT_BM25_KERNEL", None)
-        assert bm25_query.compiled_kernel() is not None, NOT_BUILT
-    else:
-        os.environ["GROUNDKIT_BM25_KERNEL"] = "numpy"
 
 
 @pytest.fixture(params=["compiled", "numpy"])
@@ -162,15 +152,11 @@ def test_score_threshold_filters_exactly_what_exhaustive_scoring_would(sizes, ke
        query=st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6),
        k=st.integers(1, 12), kernel=st.sampled_from(["compiled", "numpy"]))
 def test_any_small_corpus_and_query_equal_exhaustive_scoring(docs, query, k, kernel):
-    saved = os.environ.get("GROUNDKIT_BM25_KERNEL")
-    try:
-        use(kernel)
-        index = BM25Index.build(docs, SIMPLE)
-    finally:
-        os.environ.pop("GROUNDKIT_BM25_KERNEL", None)
-        if saved is not None:
-            os.environ["GROUNDKIT_BM25_KERNEL"] = saved
-    assert (index._kernels.compiled is None) == (kernel == "numpy")
+    index = BM25Index.build(docs, SIMPLE)
+    if kernel == "numpy":
+        index._kernels.compiled = None
+    else:
+        assert index._kernels.compiled is not None, NOT_BUILT
     assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
 
 
@@ -298,12 +284,36 @@ def test_the_compiled_kernel_agrees_with_numpy_on_a_larger_collection(monkeypatc
     assert len(calls) > 600  # several-term queries went through C
 
 
-def test_scores_are_multiples_of_the_exactness_unit():
+def test_scores_are_multiples_of_the_exactness_unit_recorded_at_build():
     docs, _ = corpus(18)
     index = BM25Index.build(docs, SIMPLE)
-    unit = index._kernels.exact_limit / 2.0**53
+    unit = index._stats["score_unit"]
     scores = index.scores.astype(np.float64)
     assert unit > 0 and np.all(np.mod(scores / unit, 1.0) == 0.0)
+    assert unit == bm25_query.score_unit(index.scores)
+    assert index._kernels.exact_limit == 2.0**53 * unit
+    assert bm25_query.score_unit(np.zeros(3, np.float32)) == 0.0  # none positive: no sums
+
+
+def test_an_index_saved_without_its_score_unit_derives_it_and_answers_the_same(tmp_path):
+    docs, words = corpus(20)
+    index = BM25Index.build(docs, SIMPLE)
+    index.save(tmp_path / "bm25", STAMP)
+    assert BM25Index.load(tmp_path / "bm25", STAMP)._stats["score_unit"] == index._stats[
+        "score_unit"]
+    meta_path = tmp_path / "bm25" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["score_unit"]  # as written before the unit was recorded
+    meta_path.write_text(json.dumps(meta))
+    older = BM25Index.load(tmp_path / "bm25", STAMP)
+    assert "score_unit" not in older._stats
+    assert older._kernels.exact_limit == index._kernels.exact_limit
+    for query in (words[:2], words[2:5]):
+        assert older.search_terms(query, top_k=10) == index.search_terms(query, top_k=10)
+    meta["score_unit"] = "tiny"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(IndexMismatchError):
+        BM25Index.load(tmp_path / "bm25", STAMP)
 
 
 def test_where_a_sum_might_round_the_numpy_kernel_answers(monkeypatch):
