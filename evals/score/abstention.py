@@ -61,16 +61,14 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
 
 
 def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, tied values sharing their mean rank (equal as ``==`` says)."""
     order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values))
     sorted_values = values[order]
-    start = 0
-    while start < len(values):
-        end = start
-        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
-            end += 1
-        ranks[order[start:end + 1]] = (start + end) / 2 + 1
-        start = end + 1
+    n = len(values)
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], n] - 1
+    ranks = np.empty(n)
+    ranks[order] = np.repeat((starts + ends) / 2 + 1, ends - starts + 1)
     return ranks
 
 
@@ -235,21 +233,17 @@ def apply(scorer: gate.Scorer, calibration: Sequence[Item],
 def _resplits(pool: _Arrays, n_calibration: int, scorer: gate.Scorer, resplits: int,
               seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    far: dict[float, list[float]] = {a: [] for a in ALPHAS}
-    cov: dict[float, list[float]] = {a: [] for a in ALPHAS}
-    for draw in range(resplits):
-        # The first draw is the shipped split itself (the pool lists calibration first).
-        order = rng.permutation(len(pool.answerable)) if draw else np.arange(len(pool.answerable))
-        test = pool.take(order[n_calibration:])
-        p = p_values(scorer, pool.take(order[:n_calibration]), test)
-        for a in ALPHAS:
-            answered = p <= a
-            no_answer, good = ~test.answerable, test.answerable & test.retrieved
-            far[a].append(float((answered & no_answer).sum() / max(1, no_answer.sum())))
-            cov[a].append(float((answered & good).sum() / max(1, good.sum())))
+    n = len(pool.answerable)
+    # The first draw is the shipped split itself (the pool lists calibration first).
+    orders = np.stack([rng.permutation(n) if draw else np.arange(n) for draw in range(resplits)])
+    p = _resplit_p_values(pool, orders, n_calibration, scorer)
+    test = orders[:, n_calibration:]
+    no_answer, good = ~pool.answerable[test], (pool.answerable & pool.retrieved)[test]
     out = []
     for a in ALPHAS:
-        f, c = np.array(far[a]), np.array(cov[a])
+        answered = p <= a
+        f = (answered & no_answer).sum(axis=1) / np.maximum(1, no_answer.sum(axis=1))
+        c = (answered & good).sum(axis=1) / np.maximum(1, good.sum(axis=1))
         out.append({"alpha": a, "false_answer_rate_mean": float(f.mean()),
                     "false_answer_rate_band": [float(np.quantile(f, 0.05)),
                                                float(np.quantile(f, 0.95))],
@@ -257,6 +251,37 @@ def _resplits(pool: _Arrays, n_calibration: int, scorer: gate.Scorer, resplits: 
                     "coverage_retrieved_band": [float(np.quantile(c, 0.05)),
                                                 float(np.quantile(c, 0.95))]})
     return {"count": resplits, "seed": seed, "at_alpha": out}
+
+
+def _resplit_p_values(pool: _Arrays, orders: np.ndarray, n_calibration: int,
+                      scorer: gate.Scorer) -> np.ndarray:
+    """:func:`p_values` for every re-split at once: row ``r`` holds the p-values of the test
+    part of ``orders[r]`` (its first ``n_calibration`` items calibrate), in that order.
+
+    ``#{c >= s}`` over a split's calibration no-answer items is a suffix count over the
+    pool sorted by the signal, read at the first position of ``s``'s tie group.
+    """
+    rows = np.arange(len(orders))[:, None]
+    calibrating = np.zeros(orders.shape, bool)
+    calibrating[rows, orders[:, :n_calibration]] = True
+    counted = calibrating & ~pool.answerable  # (resplits, pool) calibration no-answer items
+    n0 = counted.sum(axis=1)[:, None]
+    test = orders[:, n_calibration:]
+    per = []
+    for signal in scorer.signals.values():
+        values = pool.signals[signal]
+        order = np.argsort(values, kind="mergesort")
+        first = np.searchsorted(values[order], values, side="left")
+        suffix = np.zeros((len(orders), len(values) + 1), np.int64)
+        suffix[:, :-1] = np.cumsum(counted[:, order][:, ::-1], axis=1)[:, ::-1]
+        at_least = suffix[rows, first[test]]
+        per.append((1 + at_least) / (n0 + 1))
+    stacked = np.stack(per)
+    if scorer.rule in ("single", "both"):
+        return np.asarray(stacked.max(axis=0))
+    if scorer.rule == "mean2":
+        return np.asarray(np.minimum(1.0, 2.0 * stacked.mean(axis=0)))
+    raise ValueError(f"unknown rule {scorer.rule!r}")
 
 
 def alternatives(mode: str) -> dict[str, gate.Scorer]:

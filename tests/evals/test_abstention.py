@@ -164,3 +164,52 @@ def test_at_alpha_counts_each_group_and_scores_answers_crag_style() -> None:
     assert out["coverage_retrieved"] == 0.5 and out["wrongful_abstentions_retrieved"] == 1
     assert out["abstentions_not_retrieved"] == 0
     assert out["crag_score"] == pytest.approx((1 - 2) / 5)  # one good answer, two wrong ones
+
+
+def _resplits_one_by_one(pool: abstention._Arrays, n_calibration: int, scorer: gate.Scorer,
+                         resplits: int, seed: int) -> dict[str, list[float]]:
+    """The re-splits as first written, one draw at a time through :func:`p_values`."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[float]] = {}
+    n = len(pool.answerable)
+    for draw in range(resplits):
+        order = rng.permutation(n) if draw else np.arange(n)
+        test = pool.take(order[n_calibration:])
+        p = abstention.p_values(scorer, pool.take(order[:n_calibration]), test)
+        for a in abstention.ALPHAS:
+            answered, no_answer = p <= a, ~test.answerable
+            good = test.answerable & test.retrieved
+            out.setdefault(f"far{a}", []).append(
+                float((answered & no_answer).sum() / max(1, no_answer.sum())))
+            out.setdefault(f"cov{a}", []).append(
+                float((answered & good).sum() / max(1, good.sum())))
+    return out
+
+
+@pytest.mark.parametrize("rule", ["single", "both", "mean2"])
+def test_resplits_at_once_equal_the_draws_one_by_one(rule: str) -> None:
+    rng = np.random.default_rng(11)
+    n = 150
+    signals = {"a": rng.random(n).round(1), "b": rng.integers(0, 4, n).astype(float)}
+    signals["a"][:5] = [np.inf, np.inf, -np.inf, np.nan, np.nan]  # ties beyond the finite
+    pool = abstention._Arrays(rng.random(n) < 0.6, rng.random(n) < 0.2, rng.random(n) < 0.5,
+                              signals)
+    chosen = {"one": "a"} if rule == "single" else {"one": "a", "two": "b"}
+    scorer = gate.Scorer(signals=chosen, rule=rule)
+    slow = _resplits_one_by_one(pool, 60, scorer, 40, seed=5)
+    fast = abstention._resplits(pool, 60, scorer, 40, seed=5)["at_alpha"]
+    for band in fast:
+        a = band["alpha"]
+        f, c = np.array(slow[f"far{a}"]), np.array(slow[f"cov{a}"])
+        assert band["false_answer_rate_mean"] == float(f.mean())  # bit for bit
+        assert band["coverage_retrieved_mean"] == float(c.mean())
+        assert band["false_answer_rate_band"] == [float(np.quantile(f, q)) for q in (0.05, 0.95)]
+        assert band["coverage_retrieved_band"] == [float(np.quantile(c, q)) for q in (0.05, 0.95)]
+
+
+def test_average_ranks_share_ties_as_equality_says() -> None:
+    values = np.array([2.0, np.inf, 1.0, 2.0, np.nan, np.inf, 2.0, -np.inf])
+    assert abstention._average_ranks(values).tolist()[:4] == [4.0, 6.5, 2.0, 4.0]
+    assert abstention._average_ranks(values)[[5, 6, 7]].tolist() == [6.5, 4.0, 1.0]
+    assert abstention._average_ranks(values)[4] == 8.0
+    assert abstention._average_ranks(np.array([])).tolist() == []
