@@ -65,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from evals.report.html import write_html
 
         html = forked.beside(lambda: write_html(built, args.html), "html report")
-    rpt.write_json(built, report_path)  # while the HTML is rendered in a child
+    rpt.write_canonical(built, report_path)  # while the HTML is rendered in a child
     measures = GOLDEN_MEASURES if args.dataset is None else None
     print(summary_table(built, measures))
     print(f"\nreport: {report_path}")

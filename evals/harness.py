@@ -144,7 +144,8 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
              runs_dir: Path | None, log: Log,
              run_block: Mapping[str, Any] | None = None, serial: bool = False
              ) -> dict[str, Any]:
-    """Run every stage over every question of ``suite``; the report dict.
+    """Run every stage over every question of ``suite``; the report dict, canonical
+    already (write it with :func:`evals.report.write_canonical`).
 
     Stage groups run side by side in forked workers unless ``serial`` (:func:`_run_all`).
     """
@@ -168,11 +169,13 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
     latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
                  if done[s.name][1] is not None}
     twins = {s.name: s.twin for s in stages if s.twin is not None and s.name not in skipped}
-    if twins:
-        built["mcp"] = mcp_stage.compare(results, twins)
-        built["config"].setdefault("checks", []).extend(mcp_stage.checks(built["mcp"]))
-        built["run"]["mcp_latency_ms"] = latencies  # timings vary: the run block holds them
-    return suite.finish(built, skipped, extras)
+    if twins:  # what is added to the built report is made canonical as it is added
+        built["mcp"] = rpt.canonical(mcp_stage.compare(results, twins))
+        built["config"].setdefault("checks", []).extend(
+            rpt.canonical(mcp_stage.checks(built["mcp"])))
+        # timings vary: the run block holds them
+        built["run"]["mcp_latency_ms"] = rpt.canonical(latencies)
+    return suite.finish(built, skipped, rpt.canonical(extras))
 
 
 def _run_all(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,

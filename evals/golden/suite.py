@@ -341,5 +341,5 @@ def evaluate_golden(path: str | Path, out_dir: str | Path, *,
                              runs_dir=out / "runs", log=log, serial=serial)
         finally:
             suite.close()
-    rpt.write_json(built, out / "latest.json")
+    rpt.write_canonical(built, out / "latest.json")
     return built

@@ -16,6 +16,7 @@ from .files import (
     run_metadata,
     schema,
     validate,
+    write_canonical,
     write_json,
 )
 from .model import (
@@ -51,5 +52,6 @@ __all__ = [
     "run_metadata",
     "schema",
     "validate",
+    "write_canonical",
     "write_json",
 ]

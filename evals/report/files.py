@@ -98,10 +98,16 @@ def validate(report: Mapping[str, Any]) -> None:
 
 def write_json(report: Mapping[str, Any], path: str | Path) -> Path:
     """Validate ``report`` and write its canonical JSON atomically; returns the path."""
-    target = Path(path)
-    value = canonical(report)
+    return write_canonical(canonical(report), path)
+
+
+def write_canonical(value: Mapping[str, Any], path: str | Path) -> Path:
+    """:func:`write_json` for a report that is canonical already (:func:`canonical` of it
+    is equal to it, as :func:`evals.harness.evaluate` returns it): one walk over golden
+    v2's 750,000 values fewer (0.5 s)."""
     validate(value)
     text = _encode(value)
+    target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

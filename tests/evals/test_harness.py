@@ -37,6 +37,15 @@ def test_the_flash_tier_reproduces_its_pinned_metrics(golden: Path, tmp_path: Pa
                                   "no_answer_abstained": 2, "no_answer_total": 2}
 
 
+def test_the_harness_returns_its_report_canonical_as_it_is_written(
+    golden: Path, tmp_path: Path,
+) -> None:
+    built = run(golden, tmp_path / "out")
+    assert "answers" in built and "gate" in built
+    assert report.canonical(built) == built  # rounded floats, lists not tuples, str keys
+    assert json.loads((tmp_path / "out" / "latest.json").read_text()) == built
+
+
 def test_two_runs_write_byte_identical_reports_apart_from_the_run_block(
     golden: Path, tmp_path: Path,
 ) -> None:

@@ -37,6 +37,7 @@ def test_both_transports_rank_every_question_exactly_as_the_direct_stage(
     stages = {s["name"]: s["metrics"] for s in built["stages"]}  # type: ignore[union-attr]
     assert stages["mcp-http-bm25"]["nDCG@10"] == stages["bm25"]["nDCG@10"]
     report.validate(built)
+    assert report.canonical(built) == built  # the MCP blocks are added canonical
 
 
 def test_latency_per_call_is_in_the_run_block_the_summary_and_the_html(
