@@ -37,11 +37,13 @@ MCP_WORKERS = 2
 """MCP stages running at once in their worker (each mostly waits for its server)."""
 SWITCH_S = 0.0005
 """The GIL switch interval while MCP stages run (default 0.005)."""
-Ran = tuple[rpt.StageResult, list[float] | None]
-"""A stage's result, and an MCP stage's call latencies (``None`` for a direct stage)."""
+Ran = tuple[rpt.StageResult, rpt.Scored, list[float] | None]
+"""A stage's result, it checked and scored (:func:`evals.report.score_stage`, in the process
+that ranked it), and an MCP stage's call latencies (``None`` for a direct stage)."""
 Extras = dict[str, Any]
 """Report blocks a suite adds that need no stage's result (:meth:`Suite.extras`)."""
-Portable = dict[str, tuple[rpt.StageResult, dict[str, list[tuple[Any, ...]]], list[float] | None]]
+Portable = dict[str, tuple[rpt.StageResult, dict[str, list[tuple[Any, ...]]], rpt.Scored,
+                           list[float] | None]]
 """Stages' results on their way out of a worker: each without its hits, then its hits as
 plain tuples (:func:`_portable`)."""
 
@@ -165,9 +167,10 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
                                  baseline=BASELINE, provenance=suite.provenance(),
                                  config=suite.config(stages), settings=settings,
-                                 run=run_block)
-    latencies = {s.name: mcp_stage.latency(done[s.name][1] or []) for s in runnable
-                 if done[s.name][1] is not None}
+                                 run=run_block,
+                                 scored={s.name: done[s.name][1] for s in runnable})
+    latencies = {s.name: mcp_stage.latency(done[s.name][2] or []) for s in runnable
+                 if done[s.name][2] is not None}
     twins = {s.name: s.twin for s in stages if s.twin is not None and s.name not in skipped}
     if twins:  # what is added to the built report is made canonical as it is added
         built["mcp"] = rpt.canonical(mcp_stage.compare(results, twins))
@@ -248,8 +251,9 @@ def _portable(ran: dict[str, Ran]) -> Portable:
     """Each stage's hit records as plain tuples, which pickle in C (a named tuple pickles
     through a Python call per record, and a run holds a million of them)."""
     return {name: (dataclasses.replace(result, hits={}),
-                   {q: list(map(tuple, hits)) for q, hits in result.hits.items()}, latencies)
-            for name, (result, latencies) in ran.items()}
+                   {q: list(map(tuple, hits)) for q, hits in result.hits.items()}, scored,
+                   latencies)
+            for name, (result, scored, latencies) in ran.items()}
 
 
 def _restored(portable: Portable) -> dict[str, Ran]:
@@ -257,8 +261,9 @@ def _restored(portable: Portable) -> dict[str, Ran]:
     ``HitRecord._make`` does, without a Python call per record)."""
     record = functools.partial(tuple.__new__, rpt.HitRecord)
     return {name: (dataclasses.replace(result, hits={q: list(map(record, rows))
-                                                     for q, rows in hits.items()}), latencies)
-            for name, (result, hits, latencies) in portable.items()}
+                                                     for q, rows in hits.items()}), scored,
+                   latencies)
+            for name, (result, hits, scored, latencies) in portable.items()}
 
 
 def _run_group(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,
@@ -292,7 +297,8 @@ def _run_mcp(suite: Suite, opened: Sequence[tuple[Stage, StageRun]], settings: r
 
 def _run_stage(run: StageRun, stage: Stage, suite: Suite, settings: rpt.Settings,
                runs_dir: Path | None, log: Log) -> Ran:
-    """One opened stage over every question: its result, and an MCP stage's latencies."""
+    """One opened stage over every question: its result, it checked and scored here (not in
+    the report's serial build), and an MCP stage's latencies."""
     t = time.perf_counter()
     try:
         run.prime([q.text for q in suite.questions])
@@ -310,7 +316,8 @@ def _run_stage(run: StageRun, stage: Stage, suite: Suite, settings: rpt.Settings
     result = rpt.StageResult(name=stage.name, description=run.description, config=run.config,
                              hits=hits, qrels=run.qrels, gate_mode=run.gate_mode,
                              signals=dict(run.signals) if run.gate_mode else None)
-    return result, (run.latencies_ms if isinstance(run, McpRun) else None)
+    scored = rpt.score_stage(result, suite.questions, suite.qrels, settings.measures)
+    return result, scored, (run.latencies_ms if isinstance(run, McpRun) else None)
 
 
 def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:

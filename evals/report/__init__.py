@@ -2,7 +2,7 @@
 by :mod:`.files`; the source of truth), its HTML rendering (:mod:`.html`) and the comparison
 of two saved reports (:mod:`.compare`)."""
 
-from .build import build_report
+from .build import Scored, build_report, score_stage
 from .files import (
     DECIMALS,
     LIBRARIES,
@@ -41,6 +41,7 @@ __all__ = [
     "Provenance",
     "Question",
     "ReportError",
+    "Scored",
     "Settings",
     "StageResult",
     "build_report",
@@ -51,6 +52,7 @@ __all__ = [
     "load_json",
     "run_metadata",
     "schema",
+    "score_stage",
     "validate",
     "write_canonical",
     "write_json",

@@ -18,7 +18,7 @@ at least one gold answer; no-answer questions only count towards abstention.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from evals import forked
@@ -30,8 +30,8 @@ from .model import HitRecord, Provenance, Question, ReportError, Settings, Stage
 
 FORK_QUESTIONS = 200
 """From this many questions on, the comparisons and the abstention gate's block (the
-resampling: about 2.5 s for golden v2) are computed in a forked child while the rest of
-the report is built; below it, a fork would cost more than it saves."""
+resampling: about 0.5 s each for golden v2) are computed in two forked children while the
+rest of the report is built; below it, a fork would cost more than it saves."""
 
 
 def build_report(
@@ -44,16 +44,21 @@ def build_report(
     config: Mapping[str, Any],
     settings: Settings | None = None,
     run: Mapping[str, Any] | None = None,
+    scored: Mapping[str, Scored] | None = None,
 ) -> dict[str, Any]:
     """The report dict (already canonical: rounded floats, stable order).
 
     ``run`` is the run block; by default :func:`run_metadata` of this process.
+    ``scored`` holds stages already put through :func:`score_stage` (the harness does it
+    in the worker that ranked the stage); the others are scored here, the same way.
     """
     settings = settings or Settings()
     by_id = _check_inputs(questions, qrels, stages, baseline)
     measures = tuple(metrics.canonical_measure(m) for m in settings.measures)
     judged = _judged(questions)
-    scores = {s.name: _stage_scores(s, qrels, judged, measures) for s in stages}
+    done = {s.name: _scored(s, (scored or {}).get(s.name), questions, qrels, measures)
+            for s in stages}
+    scores = {name: d.scores for name, d in done.items()}
     statistics = _statistics(stages, baseline, scores, measures, settings,
                              _gate_items(by_id, stages, qrels), len(by_id))
     passages = _Passages()
@@ -72,7 +77,7 @@ def build_report(
         "statistics": _statistics_block(settings),
         "measures": list(measures),
         "baseline": baseline,
-        "stages": [_stage_block(s, scores[s.name], by_id, judged) for s in stages],
+        "stages": [done[s.name].block for s in stages],
         "breakdowns": _breakdowns(by_id, judged, scores),
         "questions": [
             _question_block(by_id[q], stages, scores, qrels, settings, passages)
@@ -85,21 +90,60 @@ def build_report(
     return built
 
 
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A stage whose hits are checked, with its per-question scores and its report block
+    (:func:`score_stage`)."""
+
+    measures: tuple[str, ...]
+    scores: metrics.PerQuery
+    block: dict[str, Any]
+
+
+def score_stage(stage: StageResult, questions: Sequence[Question], qrels: metrics.Qrels,
+                measures: Sequence[str]) -> Scored:
+    """Check ``stage``'s hits (it answers exactly ``questions``, ranks increase, records are
+    valid) and score it: what :func:`build_report` needs of one stage, computable apart
+    from the others (in the process that ranked it)."""
+    by_id = {q.query_id: q for q in questions}
+    _check_stage(stage, by_id)
+    canonical_measures = tuple(metrics.canonical_measure(m) for m in measures)
+    judged = _judged(questions)
+    scores = _stage_scores(stage, qrels, judged, canonical_measures)
+    return Scored(canonical_measures, scores, _stage_block(stage, scores, by_id, judged))
+
+
+def _scored(stage: StageResult, given: Scored | None, questions: Sequence[Question],
+            qrels: metrics.Qrels, measures: tuple[str, ...]) -> Scored:
+    if given is None:
+        return score_stage(stage, questions, qrels, measures)
+    if given.measures != measures:
+        raise ReportError(f"stage {stage.name!r} was scored with {list(given.measures)}, "
+                          f"not the report's measures {list(measures)}")
+    return given
+
+
 def _statistics(stages: Sequence[StageResult], baseline: str,
                 scores: Mapping[str, metrics.PerQuery], measures: tuple[str, ...],
                 settings: Settings, gated: dict[str, tuple[str, list[abstention.Item]]],
                 questions: int) -> Callable[[], dict[str, Any]]:
     """The report's ``comparisons`` and (when a stage is gated) ``gate``, canonical: the
-    resampling, started beside the rest of the report (:data:`FORK_QUESTIONS`)."""
+    resampling, each of the two started in its own child beside the rest of the report
+    (:data:`FORK_QUESTIONS`)."""
+    fork = questions >= FORK_QUESTIONS
+    comparisons = forked.beside(
+        lambda: canonical(_comparisons(stages, baseline, scores, measures, settings)),
+        "report comparisons", fork=fork)
+    gate = forked.beside(lambda: canonical(abstention.report_block(gated)) if gated else None,
+                         "report gate", fork=fork and bool(gated))
 
-    def compute() -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "comparisons": _comparisons(stages, baseline, scores, measures, settings)}
-        if gated:
-            out["gate"] = abstention.report_block(gated)
-        return dict(canonical(out))
+    def joined() -> dict[str, Any]:
+        out: dict[str, Any] = {"comparisons": comparisons()}
+        if (block := gate()) is not None:
+            out["gate"] = block
+        return out
 
-    return forked.beside(compute, "report statistics", fork=questions >= FORK_QUESTIONS)
+    return joined
 
 
 def _judged(questions: Sequence[Question]) -> list[str]:
@@ -139,22 +183,24 @@ def _check_inputs(
     )
     if stray:
         raise ReportError(f"qrels judge questions without gold answers: {stray[:5]}")
-    for stage in stages:
-        unknown = sorted(set(stage.hits) - set(by_id))
-        missing = sorted(set(by_id) - set(stage.hits))
-        if unknown or missing:
-            raise ReportError(
-                f"stage {stage.name!r} must answer exactly the questions: unknown {unknown[:5]}, "
-                f"missing {missing[:5]} (an empty hit list means the stage abstained)"
-            )
-        for query_id, hits in stage.hits.items():
-            ranks = [h.rank for h in hits]
-            if ranks != sorted(set(ranks)):
-                raise ReportError(f"stage {stage.name!r}, {query_id!r}: ranks must increase")
-            bad = next((p for p in map(HitRecord.problem, hits) if p is not None), None)
-            if bad is not None:
-                raise ReportError(f"stage {stage.name!r}, {query_id!r}: {bad}")
     return by_id
+
+
+def _check_stage(stage: StageResult, by_id: Mapping[str, Question]) -> None:
+    unknown = sorted(set(stage.hits) - set(by_id))
+    missing = sorted(set(by_id) - set(stage.hits))
+    if unknown or missing:
+        raise ReportError(
+            f"stage {stage.name!r} must answer exactly the questions: unknown {unknown[:5]}, "
+            f"missing {missing[:5]} (an empty hit list means the stage abstained)"
+        )
+    for query_id, hits in stage.hits.items():
+        ranks = [h.rank for h in hits]
+        if ranks != sorted(set(ranks)):
+            raise ReportError(f"stage {stage.name!r}, {query_id!r}: ranks must increase")
+        bad = next((p for p in map(HitRecord.problem, hits) if p is not None), None)
+        if bad is not None:
+            raise ReportError(f"stage {stage.name!r}, {query_id!r}: {bad}")
 
 
 def _stage_scores(
@@ -179,7 +225,8 @@ def _statistics_block(settings: Settings) -> dict[str, Any]:
 
 
 def _stage_block(
-    stage: StageResult, scores: metrics.PerQuery, by_id: dict[str, Question], judged: list[str]
+    stage: StageResult, scores: metrics.PerQuery, by_id: Mapping[str, Question],
+    judged: list[str],
 ) -> dict[str, Any]:
     no_answer = [q for q, question in by_id.items() if not question.gold]
     run = {q: {h.chunk_id: h.score for h in hits} for q, hits in stage.hits.items()}
