@@ -50,13 +50,17 @@ class Unreadable:
 MISSING = Unreadable("file missing (deleted or renamed)")
 
 
-def read_inside(root: str, relpath: str, max_bytes: int) -> bytes | Unreadable:
+def read_inside(root: str, relpath: str, max_bytes: int, *,
+                real_root: str | None = None) -> bytes | Unreadable:
     """The file's bytes, or why it cannot be read from inside ``root``.
 
     ``max_bytes`` is the collection's size limit (``config["max_bytes"]``): a file
     that grew past it since indexing is unreadable, as it would not be indexed.
+    ``real_root`` is ``os.path.realpath(root)`` when the caller resolved it just now
+    (:func:`verify_all` does, once for the files of one call).
     """
-    real_root = os.path.realpath(root)
+    if real_root is None:
+        real_root = os.path.realpath(root)
     path = os.path.join(real_root, relpath)
     try:
         real = os.path.realpath(path, strict=True)
@@ -117,11 +121,14 @@ def verify_all(stored: Sequence[StoredChunk], *, max_bytes: int) -> list[Verdict
     them, so they are judged against the same bytes.
     """
     files: dict[tuple[str, str], tuple[bytes | Unreadable, str | None]] = {}
+    roots: dict[str, str] = {}  # each root resolved once a call, each file resolved apart
     verdicts = []
     for item in stored:
         where = (item.root, item.relpath)
         if where not in files:
-            data = read_inside(item.root, item.relpath, max_bytes)
+            if item.root not in roots:
+                roots[item.root] = os.path.realpath(item.root)
+            data = read_inside(item.root, item.relpath, max_bytes, real_root=roots[item.root])
             digest = None if isinstance(data, Unreadable) else hashlib.sha256(data).hexdigest()
             files[where] = (data, digest)
         verdicts.append(_judge(item, *files[where]))

@@ -250,8 +250,8 @@ def test_verifying_many_reads_each_file_once_and_judges_each_as_alone(
 
         reads: list[str] = []
         real = verifying.read_inside
-        monkeypatch.setattr(verifying, "read_inside",
-                            lambda r, rel, m: reads.append(rel) or real(r, rel, m))
+        monkeypatch.setattr(verifying, "read_inside", lambda r, rel, m, **kw: reads.append(rel)
+                            or real(r, rel, m, **kw))
         together = snap.verify_all(items)
     assert together == one_by_one
     assert {v.status for v in together} == {Status.VERIFIED, Status.DRIFTED, Status.UNRESOLVABLE}

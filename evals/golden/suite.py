@@ -270,9 +270,8 @@ class _CollectionRun:
             records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name),
                                                   self.verdicts.of(self.snapshot, item)))
         ids = self.snapshot.chunk_ids()
-        unshown = rpt.HitRecord.unshown
-        records += [unshown(rank, ids[position], score)
-                    for rank, (position, score) in enumerate(ranked[shown:], start=len(top) + 1)]
+        records += rpt.HitRecord.unshown_from(
+            len(top) + 1, [(ids[position], score) for position, score in ranked[shown:]])
         return records
 
     def _ranked(self, query: str, depth: int, shown: int) -> tuple[Ranked, list[Scored]]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 from evals.score import metrics
@@ -70,9 +71,14 @@ class HitRecord(NamedTuple):
                    hit["score"], hit["text"], verdict)
 
     @classmethod
-    def unshown(cls, rank: int, chunk_id: str, score: float) -> HitRecord:
-        """A hit below the shown ones: its rank, id and score (no passage, no verdict)."""
-        return cls(rank, chunk_id, "", 0, 0, score, "")
+    def unshown_from(cls, first: int, ranked: Iterable[tuple[str, float]]) -> list[HitRecord]:
+        """Hits below the shown ones, each ``(chunk_id, score)`` with its rank from ``first``
+        on and no passage or verdict (``doc_id`` and ``text`` empty, span 0–0); built
+        with ``tuple.__new__`` (as ``_make`` is), not a Python call per record: a golden v2
+        run holds over a million of them."""
+        make = partial(tuple.__new__, cls)
+        return [make((rank, chunk_id, "", 0, 0, score, "", None))
+                for rank, (chunk_id, score) in enumerate(ranked, start=first)]
 
     def problem(self) -> str | None:
         """What makes this record invalid (a bad rank, span or verdict), or ``None``."""

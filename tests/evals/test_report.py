@@ -416,3 +416,12 @@ def test_scoring_a_stage_apart_checks_its_hits_first():
         **inputs["stages"][0].hits, "q1": list(reversed(inputs["stages"][0].hits["q1"]))})
     with pytest.raises(rp.ReportError, match="ranks must increase"):
         rp.score_stage(backwards, inputs["questions"], inputs["qrels"], ["nDCG@10"])
+
+
+def test_unshown_hits_are_records_with_a_rank_an_id_and_a_score_only():
+    records = rp.HitRecord.unshown_from(11, [("c:x", 2.5), ("c:y", 1.0)])
+    assert records == [rp.HitRecord(11, "c:x", "", 0, 0, 2.5, ""),
+                       rp.HitRecord(12, "c:y", "", 0, 0, 1.0, "")]
+    assert all(type(r) is rp.HitRecord and r.verdict is None and r.problem() is None
+               for r in records)
+    assert rp.HitRecord.unshown_from(1, []) == []

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,17 @@ def test_malformed_run_lines_are_errors_naming_the_line(
 def test_ids_with_whitespace_cannot_be_written(tmp_path: Path) -> None:
     with pytest.raises(TrecFormatError, match="whitespace"):
         write_run(tmp_path / "r", {"q 1": [("d", 1.0)]}, tag="t")
+    with pytest.raises(TrecFormatError, match=r"run tag 'a b'"):
+        write_run(tmp_path / "r", {"q1": [("d", 1.0)]}, tag="a b")
+    for bad in ("d\t2", "d\n2", ""):  # the first bad doc id is the one named
+        with pytest.raises(TrecFormatError, match=re.escape(f"doc id {bad!r}")):
+            write_run(tmp_path / "r", {"q1": [("d1", 2.0), (bad, 1.0), ("e f", 0.5)]}, tag="t")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_run_is_written_line_for_line_in_the_documented_form(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "r", {"q2": [("b", 0.1 + 0.2)], "q1": [("a", 3), ("c", 2.5)],
+                                      "q3": []}, tag="bm25")
+    assert path.read_text() == ("q1 Q0 a 1 3.0 bm25\nq1 Q0 c 2 2.5 bm25\n"
+                                "q2 Q0 b 1 0.30000000000000004 bm25\n")
+    assert write_run(tmp_path / "empty", {}, tag="t").read_text() == ""
