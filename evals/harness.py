@@ -226,7 +226,7 @@ def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Se
         suite.after_fork()
         ran = first()
         more, extras = take()
-        return _portable({**ran, **more}), extras
+        return _portable({**ran, **more}, kept(settings)), extras
 
     workers = [forked.Forked(lambda: in_worker(dict), "lexical stages")]
     try:
@@ -247,12 +247,20 @@ def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Se
     return done, extras
 
 
-def _portable(ran: dict[str, Ran]) -> Portable:
-    """Each stage's hit records as plain tuples, which pickle in C (a named tuple pickles
-    through a Python call per record, and a run holds a million of them)."""
+def kept(settings: rpt.Settings) -> int:
+    """How many of each question's hits the parent still reads once a worker has scored the
+    stage and written its run: the report's (:func:`evals.report.kept_hits`) and the MCP
+    stages' comparison with their twins."""
+    return max(rpt.kept_hits(settings), mcp_stage.MAX_TOP_K)
+
+
+def _portable(ran: dict[str, Ran], keep: int) -> Portable:
+    """Each stage's first ``keep`` hit records a question as plain tuples, which pickle in
+    C (a named tuple pickles through a Python call per record; golden v2's run holds over
+    a million of them, and the rest were scored and written where they were ranked)."""
     return {name: (dataclasses.replace(result, hits={}),
-                   {q: list(map(tuple, hits)) for q, hits in result.hits.items()}, scored,
-                   latencies)
+                   {q: list(map(tuple, hits[:keep])) for q, hits in result.hits.items()},
+                   scored, latencies)
             for name, (result, scored, latencies) in ran.items()}
 
 

@@ -2,7 +2,7 @@
 by :mod:`.files`; the source of truth), its HTML rendering (:mod:`.html`) and the comparison
 of two saved reports (:mod:`.compare`)."""
 
-from .build import Scored, build_report, score_stage
+from .build import GATE_DEPTH, Scored, build_report, kept_hits, score_stage
 from .files import (
     DECIMALS,
     LIBRARIES,
@@ -32,6 +32,7 @@ from .model import (
 
 __all__ = [
     "DECIMALS",
+    "GATE_DEPTH",
     "LIBRARIES",
     "SCHEMA_PATH",
     "SCHEMA_VERSION",
@@ -49,6 +50,7 @@ __all__ = [
     "dumps",
     "environment",
     "git_commit",
+    "kept_hits",
     "load_json",
     "run_metadata",
     "schema",

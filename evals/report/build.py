@@ -80,7 +80,7 @@ def build_report(
         "stages": [done[s.name].block for s in stages],
         "breakdowns": _breakdowns(by_id, judged, scores),
         "questions": [
-            _question_block(by_id[q], stages, scores, qrels, settings, passages)
+            _question_block(by_id[q], stages, done, qrels, settings, passages)
             for q in sorted(by_id)
         ],
         "passages": passages.rows,
@@ -92,12 +92,24 @@ def build_report(
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A stage whose hits are checked, with its per-question scores and its report block
-    (:func:`score_stage`)."""
+    """A stage whose hits are checked, with its per-question scores, how many hits it
+    retrieved for each question, and its report block (:func:`score_stage`). With it, the
+    report needs no more of the stage's hits than :func:`kept_hits` says."""
 
     measures: tuple[str, ...]
     scores: metrics.PerQuery
+    retrieved: dict[str, int]
     block: dict[str, Any]
+
+
+GATE_DEPTH = 10
+"""A question's gold counts as retrieved for the gate when it is in the stage's top 10."""
+
+
+def kept_hits(settings: Settings) -> int:
+    """How many of each question's hits a report reads once its stage is scored: those it
+    shows, and the gate's depth."""
+    return max(settings.hits_shown, GATE_DEPTH)
 
 
 def score_stage(stage: StageResult, questions: Sequence[Question], qrels: metrics.Qrels,
@@ -110,7 +122,8 @@ def score_stage(stage: StageResult, questions: Sequence[Question], qrels: metric
     canonical_measures = tuple(metrics.canonical_measure(m) for m in measures)
     judged = _judged(questions)
     scores = _stage_scores(stage, qrels, judged, canonical_measures)
-    return Scored(canonical_measures, scores, _stage_block(stage, scores, by_id, judged))
+    return Scored(canonical_measures, scores, {q: len(h) for q, h in stage.hits.items()},
+                  _stage_block(stage, scores, by_id, judged))
 
 
 def _scored(stage: StageResult, given: Scored | None, questions: Sequence[Question],
@@ -290,7 +303,8 @@ def _gate_items(by_id: Mapping[str, Question], stages: Sequence[StageResult],
         items = []
         for qid, q in by_id.items():
             relevant = judged.get(qid) or {}
-            retrieved = any(relevant.get(h.chunk_id, 0) > 0 for h in stage.hits[qid][:10])
+            retrieved = any(relevant.get(h.chunk_id, 0) > 0
+                            for h in stage.hits[qid][:GATE_DEPTH])
             items.append(abstention.Item(query_id=qid, answerable=bool(q.gold),
                                          near_miss=q.near_miss, retrieved=retrieved,
                                          split=q.split, signals=stage.signals[qid]))
@@ -317,7 +331,7 @@ class _Passages:
 def _question_block(
     question: Question,
     stages: Sequence[StageResult],
-    scores: Mapping[str, metrics.PerQuery],
+    done: Mapping[str, Scored],
     qrels: metrics.Qrels,
     settings: Settings,
     passages: _Passages,
@@ -325,11 +339,11 @@ def _question_block(
     per_stage = {}
     for stage in stages:
         judgments = (stage.qrels if stage.qrels is not None else qrels).get(question.query_id) or {}
-        hits = list(stage.hits[question.query_id])
-        per = scores[stage.name]
+        hits = stage.hits[question.query_id]
+        per, retrieved = done[stage.name].scores, done[stage.name].retrieved[question.query_id]
         per_stage[stage.name] = {
-            "abstained": not hits,
-            "retrieved": len(hits),
+            "abstained": not retrieved,
+            "retrieved": retrieved,
             "scores": {m: v[question.query_id] for m, v in per.items()} if question.gold else {},
             "hits": [
                 {"rank": h.rank, "chunk_id": h.chunk_id, "passage": passages.index(h),

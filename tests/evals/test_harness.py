@@ -9,6 +9,7 @@ import pytest
 from golden_fixture import tiny_golden
 
 from evals import report
+from evals.golden import write_manifest
 from evals.golden.suite import evaluate_golden
 from evals.harness import summary_table
 from evals.score import gates
@@ -176,6 +177,41 @@ def test_forked_workers_write_the_report_a_serial_run_writes(
     assert texts[0] == texts[1]
     assert runs[0] == runs[1] and sorted(runs[0]) == sorted(f"{s}.trec" for s in stages)
     assert "answers" in json.loads(texts[0])  # the extras came back from wherever they ran
+
+
+def test_a_worker_hands_back_only_the_hits_the_report_reads(
+    golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evals import harness, mcp_stage
+    from evals.report import build
+
+    # one hit shown, the gate one deep: a forked worker keeps one hit a question, the
+    # serial run all of them, and the reports must not tell them apart
+    monkeypatch.setattr(build, "GATE_DEPTH", 1)
+    monkeypatch.setattr(mcp_stage, "MAX_TOP_K", 1)
+    with (golden / "questions.jsonl").open("a") as questions:  # one matching every document
+        questions.write(json.dumps({"id": "q0007", "kind": "no_answer", "traits": [],
+                                    "question": "logs pages upload", "answers": []}) + "\n")
+    write_manifest(golden, force=True)  # a draft of the fixture, still unreleased
+    handed: list[int] = []  # what the parent received from its workers
+    real = harness._restored
+
+    def restored(portable: dict) -> object:
+        handed.extend(len(h) for _, hits, _, _ in portable.values() for h in hits.values())
+        return real(portable)
+
+    monkeypatch.setattr(harness, "_restored", restored)
+    texts = []
+    for name, serial in (("forked", False), ("serial", True)):
+        built = evaluate_golden(golden, tmp_path / name, stage_names=["bm25", "bm25-nostem"],
+                                serial=serial, settings=report.Settings(
+                                    resamples=200, permutations=200, hits_shown=1))
+        built.pop("run")
+        texts.append(json.dumps(built, sort_keys=True))
+    assert texts[0] == texts[1]
+    retrieved = [s["retrieved"] for q in json.loads(texts[0])["questions"]
+                 for s in q["stages"].values()]
+    assert max(retrieved) > 1 and handed and max(handed) == 1  # trimmed, yet counted
 
 
 def test_a_stage_failing_in_a_worker_fails_the_run_with_its_own_error(
