@@ -79,13 +79,12 @@ def build_report(
         "baseline": baseline,
         "stages": [done[s.name].block for s in stages],
         "breakdowns": _breakdowns(by_id, judged, scores),
-        "questions": [
-            _question_block(by_id[q], stages, done, qrels, settings, passages)
-            for q in sorted(by_id)
-        ],
         "passages": passages.rows,
     }
-    built: dict[str, Any] = canonical(report)
+    questions = [_question_block(by_id[q], stages, done, qrels, settings, passages)
+                 for q in sorted(by_id)]
+    built: dict[str, Any] = canonical(report)  # the passages as _question_block filled them
+    built["questions"] = questions  # canonical as built: the bulk of the report, not walked
     built.update(statistics())
     return built
 
@@ -336,6 +335,8 @@ def _question_block(
     settings: Settings,
     passages: _Passages,
 ) -> dict[str, Any]:
+    """The question's drill-down, canonical as built: each float rounded here
+    (:func:`canonical`), every other value a plain ``str``, ``int``, ``bool`` or ``None``."""
     per_stage = {}
     for stage in stages:
         judgments = (stage.qrels if stage.qrels is not None else qrels).get(question.query_id) or {}
@@ -344,10 +345,11 @@ def _question_block(
         per_stage[stage.name] = {
             "abstained": not retrieved,
             "retrieved": retrieved,
-            "scores": {m: v[question.query_id] for m, v in per.items()} if question.gold else {},
+            "scores": ({m: canonical(v[question.query_id]) for m, v in per.items()}
+                       if question.gold else {}),
             "hits": [
-                {"rank": h.rank, "chunk_id": h.chunk_id, "passage": passages.index(h),
-                 "score": h.score, "verdict": h.verdict,
+                {"rank": int(h.rank), "chunk_id": str(h.chunk_id), "passage": passages.index(h),
+                 "score": canonical(h.score), "verdict": h.verdict,
                  "relevance": int(judgments.get(h.chunk_id, 0))}
                 for h in hits[: settings.hits_shown]
             ],
@@ -356,11 +358,11 @@ def _question_block(
         "query_id": question.query_id,
         "text": question.text,
         "kind": question.kind,
-        "traits": list(question.traits),
+        "traits": canonical(list(question.traits)),
         "domain": question.domain,
         "split": question.split,
-        "near_miss": question.near_miss,
+        "near_miss": bool(question.near_miss),
         "judged": bool(question.gold),
-        "gold": [asdict(g) for g in question.gold],
+        "gold": [canonical(asdict(g)) for g in question.gold],
         "stages": per_stage,
     }
