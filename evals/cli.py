@@ -23,8 +23,9 @@ from typing import Any
 from evals import forked
 from evals import stages as registry
 from evals.external.checksums import REPO as REPO
-from evals.harness import Suite, evaluate, summary_table
+from evals.harness import Suite, evaluate
 from evals.score import gates
+from evals.summary import summary_table
 from groundkit.errors import UsageError
 
 DEFAULT_GOLDEN = REPO / "golden" / "v2"

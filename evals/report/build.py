@@ -63,6 +63,24 @@ def build_report(
                              _gate_items(by_id, stages, qrels), len(by_id))
     passages = _Passages()
     report = {
+        **_header(provenance, config, settings, measures, run),
+        "baseline": baseline,
+        "stages": [done[s.name].block for s in stages],
+        "breakdowns": _breakdowns(by_id, judged, scores),
+        "passages": passages.rows,
+    }
+    blocks = [_question_block(by_id[q], stages, done, qrels, settings, passages)
+              for q in sorted(by_id)]
+    built: dict[str, Any] = canonical(report)  # the passages as _question_block filled them
+    built["questions"] = blocks  # canonical as built: the bulk of the report, not walked
+    built.update(statistics())
+    return built
+
+
+def _header(provenance: Provenance, config: Mapping[str, Any], settings: Settings,
+            measures: tuple[str, ...], run: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What was run, with what and how it is measured: the report's first blocks."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "run": dict(run) if run is not None else run_metadata(),
         "golden": {
@@ -76,17 +94,7 @@ def build_report(
         "offset_unit": OFFSET_UNIT,
         "statistics": _statistics_block(settings),
         "measures": list(measures),
-        "baseline": baseline,
-        "stages": [done[s.name].block for s in stages],
-        "breakdowns": _breakdowns(by_id, judged, scores),
-        "passages": passages.rows,
     }
-    questions = [_question_block(by_id[q], stages, done, qrels, settings, passages)
-                 for q in sorted(by_id)]
-    built: dict[str, Any] = canonical(report)  # the passages as _question_block filled them
-    built["questions"] = questions  # canonical as built: the bulk of the report, not walked
-    built.update(statistics())
-    return built
 
 
 @dataclass(frozen=True, slots=True)

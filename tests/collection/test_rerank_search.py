@@ -79,7 +79,7 @@ def test_harness_rerank_stages_are_not_measured_without_a_model_and_measured_wit
         tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evals import report
     from evals.golden.suite import evaluate_golden
-    from evals.harness import summary_table
+    from evals.summary import summary_table
 
     golden = tiny_golden(tmp_path / "golden" / "v1")
     settings = report.Settings(resamples=200, permutations=200)

@@ -11,8 +11,8 @@ from golden_fixture import tiny_golden
 from evals import report
 from evals.golden import write_manifest
 from evals.golden.suite import evaluate_golden
-from evals.harness import summary_table
 from evals.score import gates
+from evals.summary import summary_table
 from groundkit.errors import IntegrityError, UsageError
 
 

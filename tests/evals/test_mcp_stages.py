@@ -8,9 +8,10 @@ from golden_fixture import tiny_golden
 
 from evals import mcp_stage, report
 from evals.golden.suite import evaluate_golden
-from evals.harness import preflight, summary_table
+from evals.harness import preflight
 from evals.report.html import render
 from evals.stages import STAGES, resolve
+from evals.summary import summary_table
 from groundkit.errors import UsageError
 
 pytest.importorskip("mcp")
