@@ -44,8 +44,8 @@ Extras = dict[str, Any]
 """Report blocks a suite adds that need no stage's result (:meth:`Suite.extras`)."""
 Portable = dict[str, tuple[rpt.StageResult, dict[str, list[tuple[Any, ...]]], rpt.Scored,
                            list[float] | None]]
-"""Stages' results on their way out of a worker: each without its hits, then its hits as
-plain tuples (:func:`_portable`)."""
+"""Stages' results on their way out of a worker: each without its hits, then the hits the
+parent still reads as plain tuples, its scores and its latencies (:func:`_portable`)."""
 
 
 class StageRun(Protocol):
