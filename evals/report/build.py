@@ -29,9 +29,9 @@ from .files import SCHEMA_VERSION, canonical, run_metadata
 from .model import HitRecord, Provenance, Question, ReportError, Settings, StageResult
 
 FORK_QUESTIONS = 200
-"""From this many questions on, the comparisons and the abstention gate's block (the
-resampling: about 0.5 s each for golden v2) are computed in two forked children while the
-rest of the report is built; below it, a fork would cost more than it saves."""
+"""From this many questions on, the comparisons and the hybrid rivals of the gate (the
+resampling that needs every stage: about 1 s for golden v2) are computed in a forked child
+while the rest of the report is built; below it, a fork would cost more than it saves."""
 
 
 def build_report(
@@ -59,8 +59,8 @@ def build_report(
     done = {s.name: _scored(s, (scored or {}).get(s.name), questions, qrels, measures)
             for s in stages}
     scores = {name: d.scores for name, d in done.items()}
-    statistics = _statistics(stages, baseline, scores, measures, settings,
-                             _gate_items(by_id, stages, qrels), len(by_id))
+    statistics = _statistics(stages, baseline, done, measures, settings,
+                             _rivals(by_id, stages, done, qrels), len(by_id))
     passages = _Passages()
     report = {
         **_header(provenance, config, settings, measures, run),
@@ -107,6 +107,10 @@ class Scored:
     scores: metrics.PerQuery
     retrieved: dict[str, int]
     block: dict[str, Any]
+    gated: bool = False
+    """Whether the stage has confidence signals (the report then has a ``gate`` block)."""
+    gate: dict[str, Any] | None = None
+    """Its entry in that block, default scorer only (``None``: nothing to calibrate on)."""
 
 
 GATE_DEPTH = 10
@@ -129,8 +133,11 @@ def score_stage(stage: StageResult, questions: Sequence[Question], qrels: metric
     canonical_measures = tuple(metrics.canonical_measure(m) for m in measures)
     judged = _judged(questions)
     scores = _stage_scores(stage, qrels, judged, canonical_measures)
+    gated = stage.gate_mode is not None and bool(stage.signals)
+    gate = (abstention.stage_block(str(stage.gate_mode), _gate_items(stage, by_id, qrels))
+            if gated else None)
     return Scored(canonical_measures, scores, {q: len(h) for q, h in stage.hits.items()},
-                  _stage_block(stage, scores, by_id, judged))
+                  _stage_block(stage, scores, by_id, judged), gated, gate)
 
 
 def _scored(stage: StageResult, given: Scored | None, questions: Sequence[Question],
@@ -143,24 +150,33 @@ def _scored(stage: StageResult, given: Scored | None, questions: Sequence[Questi
     return given
 
 
-def _statistics(stages: Sequence[StageResult], baseline: str,
-                scores: Mapping[str, metrics.PerQuery], measures: tuple[str, ...],
-                settings: Settings, gated: dict[str, tuple[str, list[abstention.Item]]],
+def _statistics(stages: Sequence[StageResult], baseline: str, done: Mapping[str, Scored],
+                measures: tuple[str, ...], settings: Settings,
+                rivals: tuple[str, str, list[abstention.Item]] | None,
                 questions: int) -> Callable[[], dict[str, Any]]:
-    """The report's ``comparisons`` and (when a stage is gated) ``gate``, canonical: the
-    resampling, each of the two started in its own child beside the rest of the report
-    (:data:`FORK_QUESTIONS`)."""
-    fork = questions >= FORK_QUESTIONS
-    comparisons = forked.beside(
-        lambda: canonical(_comparisons(stages, baseline, scores, measures, settings)),
-        "report comparisons", fork=fork)
-    gate = forked.beside(lambda: canonical(abstention.report_block(gated)) if gated else None,
-                         "report gate", fork=fork and bool(gated))
+    """The report's ``comparisons`` and (when a stage is gated) ``gate``, canonical. The
+    resampling that needs every stage (the comparisons, and the hybrid rivals of the first
+    hybrid stage's gate) runs in a child beside the rest of the report
+    (:data:`FORK_QUESTIONS`); each stage's own gate entry came with its scores."""
+    scores = {name: d.scores for name, d in done.items()}
+
+    def compute() -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "comparisons": _comparisons(stages, baseline, scores, measures, settings)}
+        if rivals is not None:
+            out["rivals"] = abstention.rival_scorers(rivals[1], rivals[2])
+        return dict(canonical(out))
+
+    computed = forked.beside(compute, "report statistics", fork=questions >= FORK_QUESTIONS)
 
     def joined() -> dict[str, Any]:
-        out: dict[str, Any] = {"comparisons": comparisons()}
-        if (block := gate()) is not None:
-            out["gate"] = block
+        out = computed()
+        gate = {s.name: entry for s in stages if (entry := done[s.name].gate) is not None}
+        if rivals is not None:
+            first = gate[rivals[0]]
+            gate[rivals[0]] = {**first, "scorers": {**first["scorers"], **out.pop("rivals")}}
+        if any(done[s.name].gated for s in stages):
+            out["gate"] = canonical(abstention.gate_block(gate))
         return out
 
     return joined
@@ -299,24 +315,30 @@ def _breakdown(
     }
 
 
-def _gate_items(by_id: Mapping[str, Question], stages: Sequence[StageResult],
-                qrels: metrics.Qrels) -> dict[str, tuple[str, list[abstention.Item]]]:
-    """For every stage with confidence signals, each question as the gate analysis needs it."""
-    out = {}
+def _gate_items(stage: StageResult, by_id: Mapping[str, Question],
+                qrels: metrics.Qrels) -> list[abstention.Item]:
+    """Each question as the gate analysis needs it, for a stage with confidence signals."""
+    judged = stage.qrels if stage.qrels is not None else qrels
+    signals = stage.signals or {}
+    items = []
+    for qid, q in by_id.items():
+        relevant = judged.get(qid) or {}
+        retrieved = any(relevant.get(h.chunk_id, 0) > 0 for h in stage.hits[qid][:GATE_DEPTH])
+        items.append(abstention.Item(query_id=qid, answerable=bool(q.gold),
+                                     near_miss=q.near_miss, retrieved=retrieved,
+                                     split=q.split, signals=signals[qid]))
+    return items
+
+
+def _rivals(by_id: Mapping[str, Question], stages: Sequence[StageResult],
+            done: Mapping[str, Scored], qrels: metrics.Qrels
+            ) -> tuple[str, str, list[abstention.Item]] | None:
+    """The first hybrid stage with a gate entry, whose entry also measures the hybrid
+    rivals (they share its evidence): its name, mode and items."""
     for stage in stages:
-        if stage.gate_mode is None or not stage.signals:
-            continue
-        judged = stage.qrels if stage.qrels is not None else qrels
-        items = []
-        for qid, q in by_id.items():
-            relevant = judged.get(qid) or {}
-            retrieved = any(relevant.get(h.chunk_id, 0) > 0
-                            for h in stage.hits[qid][:GATE_DEPTH])
-            items.append(abstention.Item(query_id=qid, answerable=bool(q.gold),
-                                         near_miss=q.near_miss, retrieved=retrieved,
-                                         split=q.split, signals=stage.signals[qid]))
-        out[stage.name] = (stage.gate_mode, items)
-    return out
+        if stage.gate_mode == "hybrid" and done[stage.name].gate is not None:
+            return stage.name, stage.gate_mode, _gate_items(stage, by_id, qrels)
+    return None
 
 
 class _Passages:

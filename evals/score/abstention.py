@@ -300,6 +300,30 @@ def alternatives(mode: str) -> dict[str, gate.Scorer]:
     }
 
 
+def stage_block(mode: str, items: Sequence[Item]) -> dict[str, Any] | None:
+    """One stage's entry in the ``gate`` block: its signals and its default scorer
+    (``None`` when it has no calibration part to calibrate on: a person's own questions)."""
+    if not any(i.split == "calibration" for i in items):
+        return None
+    default = "both" if mode == "hybrid" else "default"
+    return {"mode": mode, "signals": signal_table(items),
+            "scorers": {default: evaluate(items, alternatives(mode)[default])}}
+
+
+def rival_scorers(mode: str, items: Sequence[Item]) -> dict[str, Any]:
+    """The measured rivals of a mode's default scorer (hybrid has four; the others none)."""
+    return {label: evaluate(items, s) for label, s in alternatives(mode).items()
+            if label not in ("default", "both")}
+
+
+def gate_block(stages: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report's ``gate`` block around the stages' entries (:func:`stage_block`)."""
+    return {"alphas": list(ALPHAS), "resplits": RESPLITS, "seed": SEED,
+            "risk": "answering is an error when the question has no answer or its gold is not "
+                    "in the stage's top 10",
+            "stages": dict(stages)}
+
+
 def report_block(items_by_stage: Mapping[str, tuple[str, Sequence[Item]]]) -> dict[str, Any]:
     """The report's ``gate`` block: per measured stage, its signals and its scorers.
 
@@ -308,15 +332,11 @@ def report_block(items_by_stage: Mapping[str, tuple[str, Sequence[Item]]]) -> di
     stages: dict[str, Any] = {}
     rivals_done = False
     for name, (mode, items) in items_by_stage.items():
-        if not any(i.split == "calibration" for i in items):
-            continue  # no split, nothing to calibrate on (a person's own questions)
-        scorers = alternatives(mode)
-        if mode == "hybrid" and rivals_done:
-            scorers = {"both": scorers["both"]}
-        rivals_done = rivals_done or mode == "hybrid"
-        stages[name] = {"mode": mode, "signals": signal_table(items),
-                        "scorers": {label: evaluate(items, s) for label, s in scorers.items()}}
-    return {"alphas": list(ALPHAS), "resplits": RESPLITS, "seed": SEED,
-            "risk": "answering is an error when the question has no answer or its gold is not "
-                    "in the stage's top 10",
-            "stages": stages}
+        block = stage_block(mode, items)
+        if block is None:
+            continue
+        if mode == "hybrid" and not rivals_done:
+            block["scorers"].update(rival_scorers(mode, items))
+            rivals_done = True
+        stages[name] = block
+    return gate_block(stages)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
-from test_report import sample_inputs  # the same inputs (tests/evals is on the path)
+from test_report import hit, sample_inputs  # the same inputs (tests/evals is on the path)
 
 from evals import report as rp
+from evals.report import build
+from evals.score import abstention
 
 
 def test_stages_scored_apart_build_the_report_built_from_their_hits():
@@ -43,3 +46,45 @@ def test_unshown_hits_are_records_with_a_rank_an_id_and_a_score_only():
     assert all(type(r) is rp.HitRecord and r.verdict is None and r.problem() is None
                for r in records)
     assert rp.HitRecord.unshown_from(1, []) == []
+
+
+def _gated_inputs() -> dict:
+    """Sixty questions over three gated stages (bm25 and two hybrids), split for the gate."""
+    rng = np.random.default_rng(4)
+    inputs = sample_inputs()
+    gold = inputs["questions"][0].gold
+    questions, qrels = [], {}
+    for i in range(60):
+        qid = f"g{i:02d}"
+        answerable = i % 3 != 0
+        questions.append(rp.Question(query_id=qid, text=f"question {i}", kind="answerable"
+                                     if answerable else "no-answer", gold=gold if answerable
+                                     else (), split=("train", "calibration", "test")[i % 3
+                                     if i % 5 else 1], near_miss=not answerable and i % 2 == 0))
+        if answerable:
+            qrels[qid] = {f"c:{i % 7}": 1}
+    names = ("bm25.idf_coverage", "dense.margin", "agreement.top10")
+    stages = []
+    for name, mode in (("bm25", "bm25"), ("hybrid-a", "hybrid"), ("hybrid-b", "hybrid")):
+        hits = {q.query_id: [hit(r, f"{(int(q.query_id[1:]) + r) % 7}", 0, 4, 3.0 - r)
+                             for r in (1, 2)] for q in questions}
+        signals = {q.query_id: {n: float(rng.integers(0, 5)) for n in names} for q in questions}
+        stages.append(rp.StageResult(name=name, description=name, config={}, hits=hits,
+                                     gate_mode=mode, signals=signals))
+    return {**inputs, "questions": questions, "qrels": qrels, "stages": stages,
+            "settings": rp.Settings(resamples=300, permutations=300, seed=7)}
+
+
+def test_the_gate_block_from_each_stage_s_entry_is_the_whole_block_computed_at_once():
+    inputs = _gated_inputs()
+    built = rp.build_report(**inputs)
+    by_id = {q.query_id: q for q in inputs["questions"]}
+    items = {s.name: (s.gate_mode, build._gate_items(s, by_id, inputs["qrels"]))
+             for s in inputs["stages"]}
+    assert built["gate"] == rp.canonical(abstention.report_block(items))
+    assert set(built["gate"]["stages"]["hybrid-a"]["scorers"]) == {
+        "both", "mean2", "both+agreement", "bm25 alone", "dense alone"}
+    assert set(built["gate"]["stages"]["hybrid-b"]["scorers"]) == {"both"}
+    scored = {s.name: rp.score_stage(s, inputs["questions"], inputs["qrels"],
+                                     inputs["settings"].measures) for s in inputs["stages"]}
+    assert rp.build_report(**inputs, scored=scored) == built
