@@ -143,12 +143,17 @@ def p_values(scorer: gate.Scorer, calibration: _Arrays, target: _Arrays) -> np.n
         cal = np.sort(calibration.signals[signal][~calibration.answerable])
         at_least = len(cal) - np.searchsorted(cal, target.signals[signal], side="left")
         per.append((1 + at_least) / (len(cal) + 1))
-    stacked = np.vstack(per)
-    if scorer.rule in ("single", "both"):
+    return _combined(scorer.rule, per)
+
+
+def _combined(rule: str, per: Sequence[np.ndarray]) -> np.ndarray:
+    """The scorer's ``rule`` over its signals' p-values (one array each, same shape)."""
+    stacked = np.stack(per)
+    if rule in ("single", "both"):
         return np.asarray(stacked.max(axis=0))
-    if scorer.rule == "mean2":
+    if rule == "mean2":
         return np.asarray(np.minimum(1.0, 2.0 * stacked.mean(axis=0)))
-    raise ValueError(f"unknown rule {scorer.rule!r}")
+    raise ValueError(f"unknown rule {rule!r}")
 
 
 def at_alpha(items: _Arrays, p: np.ndarray, alpha: float) -> dict[str, Any]:
@@ -276,12 +281,7 @@ def _resplit_p_values(pool: _Arrays, orders: np.ndarray, n_calibration: int,
         suffix[:, :-1] = np.cumsum(counted[:, order][:, ::-1], axis=1)[:, ::-1]
         at_least = suffix[rows, first[test]]
         per.append((1 + at_least) / (n0 + 1))
-    stacked = np.stack(per)
-    if scorer.rule in ("single", "both"):
-        return np.asarray(stacked.max(axis=0))
-    if scorer.rule == "mean2":
-        return np.asarray(np.minimum(1.0, 2.0 * stacked.mean(axis=0)))
-    raise ValueError(f"unknown rule {scorer.rule!r}")
+    return _combined(scorer.rule, per)
 
 
 def alternatives(mode: str) -> dict[str, gate.Scorer]:
