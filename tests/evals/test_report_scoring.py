@@ -13,9 +13,12 @@ from evals import report as rp
 from evals.report import build
 from evals.score import abstention
 
+RUN = {"created_at": "2030-01-01T00:00:00+00:00", "host": "h"}
+"""One run block for reports compared whole (the default one names the second)."""
+
 
 def test_stages_scored_apart_build_the_report_built_from_their_hits():
-    inputs = sample_inputs()
+    inputs = {**sample_inputs(), "run": RUN}
     measures = inputs["settings"].measures
     scored = {s.name: rp.score_stage(s, inputs["questions"], inputs["qrels"], measures)
               for s in inputs["stages"]}
@@ -71,7 +74,7 @@ def _gated_inputs() -> dict:
         signals = {q.query_id: {n: float(rng.integers(0, 5)) for n in names} for q in questions}
         stages.append(rp.StageResult(name=name, description=name, config={}, hits=hits,
                                      gate_mode=mode, signals=signals))
-    return {**inputs, "questions": questions, "qrels": qrels, "stages": stages,
+    return {**inputs, "questions": questions, "qrels": qrels, "stages": stages, "run": RUN,
             "settings": rp.Settings(resamples=300, permutations=300, seed=7)}
 
 
