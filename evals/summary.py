@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evals.score import abstention
+
 
 def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:
     """One line per gated stage: its abstention gate at ``alpha`` on the test part."""
@@ -17,7 +19,7 @@ def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:
              f"{report['gate']['resplits']}):"]
     width = max(len(name) for name in gated) + 1
     for name, stage in gated.items():
-        scorer = stage["scorers"]["both" if stage["mode"] == "hybrid" else "default"]
+        scorer = stage["scorers"][abstention.default_label(stage["mode"])]
         at = next(r for r in scorer["shipped"]["at_alpha"] if r["alpha"] == alpha)
         band = next(r for r in scorer["resplits"]["at_alpha"] if r["alpha"] == alpha)
         low, high = at["false_answer_interval"]

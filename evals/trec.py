@@ -53,7 +53,7 @@ def write_run(path: str | Path, ranked: Mapping[str, Sequence[tuple[str, float]]
         docs = [d for d, _ in ranked[q]]
         _check_tokens(docs, "doc id")
         scores = map(repr, map(float, (score for _, score in ranked[q])))
-        # each line joined in C: golden v2's 121,000 lines a stage in 0.1 s, not 0.4 s
+        # each line joined in C: golden v2's 121,000 lines a stage in 0.2 s, not 0.4 s
         blocks.extend(map(" ".join, zip(repeat(q), repeat("Q0"), docs, ranks, scores,
                                          repeat(tag))))
     return _write_text(path, "\n".join(blocks) + "\n" if blocks else "")
@@ -94,7 +94,7 @@ def ranking(run: Mapping[str, Mapping[str, float]]) -> dict[str, list[tuple[str,
 def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
     lines = [f"{_check_token(q, 'query id')} 0 {_check_token(d, 'doc id')} {rel}\n"
              for q in sorted(qrels) for d, rel in sorted(qrels[q].items())]
-    return _write_lines(path, lines)
+    return _write_text(path, "".join(lines))
 
 
 def read_qrels(path: str | Path) -> Qrels:
@@ -108,10 +108,6 @@ def read_qrels(path: str | Path) -> Qrels:
         except ValueError:
             raise TrecFormatError(f"{path}:{number}: relevance {rel!r} is not an integer") from None
     return qrels
-
-
-def _write_lines(path: str | Path, lines: list[str]) -> Path:
-    return _write_text(path, "".join(lines))
 
 
 def _write_text(path: str | Path, text: str) -> Path:

@@ -59,7 +59,7 @@ def build_report(
     done = {s.name: _scored(s, (scored or {}).get(s.name), questions, qrels, measures)
             for s in stages}
     scores = {name: d.scores for name, d in done.items()}
-    statistics = _statistics(stages, baseline, done, measures, settings,
+    statistics = _statistics(stages, baseline, done, scores, measures, settings,
                              _rivals(by_id, stages, done, qrels), len(by_id))
     passages = _Passages()
     report = {
@@ -107,10 +107,9 @@ class Scored:
     scores: metrics.PerQuery
     retrieved: dict[str, int]
     block: dict[str, Any]
-    gated: bool = False
-    """Whether the stage has confidence signals (the report then has a ``gate`` block)."""
     gate: dict[str, Any] | None = None
-    """Its entry in that block, default scorer only (``None``: nothing to calibrate on)."""
+    """Its entry in the ``gate`` block, default scorer only (``None``: not gated, or
+    nothing to calibrate on)."""
 
 
 GATE_DEPTH = 10
@@ -133,11 +132,15 @@ def score_stage(stage: StageResult, questions: Sequence[Question], qrels: metric
     canonical_measures = tuple(metrics.canonical_measure(m) for m in measures)
     judged = _judged(questions)
     scores = _stage_scores(stage, qrels, judged, canonical_measures)
-    gated = stage.gate_mode is not None and bool(stage.signals)
     gate = (abstention.stage_block(str(stage.gate_mode), _gate_items(stage, by_id, qrels))
-            if gated else None)
+            if _gated(stage) else None)
     return Scored(canonical_measures, scores, {q: len(h) for q, h in stage.hits.items()},
-                  _stage_block(stage, scores, by_id, judged), gated, gate)
+                  _stage_block(stage, scores, by_id, judged), gate)
+
+
+def _gated(stage: StageResult) -> bool:
+    """Whether the stage has confidence signals (the report then has a ``gate`` block)."""
+    return stage.gate_mode is not None and bool(stage.signals)
 
 
 def _scored(stage: StageResult, given: Scored | None, questions: Sequence[Question],
@@ -151,20 +154,19 @@ def _scored(stage: StageResult, given: Scored | None, questions: Sequence[Questi
 
 
 def _statistics(stages: Sequence[StageResult], baseline: str, done: Mapping[str, Scored],
-                measures: tuple[str, ...], settings: Settings,
-                rivals: tuple[str, str, list[abstention.Item]] | None,
+                scores: Mapping[str, metrics.PerQuery], measures: tuple[str, ...],
+                settings: Settings, rivals: tuple[str, list[abstention.Item]] | None,
                 questions: int) -> Callable[[], dict[str, Any]]:
     """The report's ``comparisons`` and (when a stage is gated) ``gate``, canonical. The
     resampling that needs every stage (the comparisons, and the hybrid rivals of the first
     hybrid stage's gate) runs in a child beside the rest of the report
     (:data:`FORK_QUESTIONS`); each stage's own gate entry came with its scores."""
-    scores = {name: d.scores for name, d in done.items()}
 
     def compute() -> dict[str, Any]:
         out: dict[str, Any] = {
             "comparisons": _comparisons(stages, baseline, scores, measures, settings)}
         if rivals is not None:
-            out["rivals"] = abstention.rival_scorers(rivals[1], rivals[2])
+            out["rivals"] = abstention.rival_scorers("hybrid", rivals[1])
         return dict(canonical(out))
 
     computed = forked.beside(compute, "report statistics", fork=questions >= FORK_QUESTIONS)
@@ -175,7 +177,7 @@ def _statistics(stages: Sequence[StageResult], baseline: str, done: Mapping[str,
         if rivals is not None:
             first = gate[rivals[0]]
             gate[rivals[0]] = {**first, "scorers": {**first["scorers"], **out.pop("rivals")}}
-        if any(done[s.name].gated for s in stages):
+        if any(map(_gated, stages)):
             out["gate"] = canonical(abstention.gate_block(gate))
         return out
 
@@ -332,12 +334,12 @@ def _gate_items(stage: StageResult, by_id: Mapping[str, Question],
 
 def _rivals(by_id: Mapping[str, Question], stages: Sequence[StageResult],
             done: Mapping[str, Scored], qrels: metrics.Qrels
-            ) -> tuple[str, str, list[abstention.Item]] | None:
+            ) -> tuple[str, list[abstention.Item]] | None:
     """The first hybrid stage with a gate entry, whose entry also measures the hybrid
-    rivals (they share its evidence): its name, mode and items."""
+    rivals (they share its evidence): its name and items."""
     for stage in stages:
         if stage.gate_mode == "hybrid" and done[stage.name].gate is not None:
-            return stage.name, stage.gate_mode, _gate_items(stage, by_id, qrels)
+            return stage.name, _gate_items(stage, by_id, qrels)
     return None
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evals.score import abstention
+
 from .markup import e, num, pct
 
 Report = Mapping[str, Any]
@@ -45,7 +47,7 @@ def gate_section(report: Report) -> str:
 
 
 def _default(stage: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    label = "both" if stage["mode"] == "hybrid" else "default"
+    label = abstention.default_label(stage["mode"])
     return label, stage["scorers"][label]
 
 

@@ -128,10 +128,6 @@ class _Arrays:
                    retrieved=np.array([i.retrieved for i in items], bool),
                    signals={n: np.array([i.signals[n] for i in items], float) for n in names})
 
-    def take(self, rows: np.ndarray) -> _Arrays:
-        return _Arrays(self.answerable[rows], self.near_miss[rows], self.retrieved[rows],
-                       {k: v[rows] for k, v in self.signals.items()})
-
 
 def p_values(scorer: gate.Scorer, calibration: _Arrays, target: _Arrays) -> np.ndarray:
     """The combined conformal p-value of each target row, calibrated on ``calibration``.
@@ -300,12 +296,17 @@ def alternatives(mode: str) -> dict[str, gate.Scorer]:
     }
 
 
+def default_label(mode: str) -> str:
+    """The label of a mode's default scorer among :func:`alternatives`."""
+    return "both" if mode == "hybrid" else "default"
+
+
 def stage_block(mode: str, items: Sequence[Item]) -> dict[str, Any] | None:
     """One stage's entry in the ``gate`` block: its signals and its default scorer
     (``None`` when it has no calibration part to calibrate on: a person's own questions)."""
     if not any(i.split == "calibration" for i in items):
         return None
-    default = "both" if mode == "hybrid" else "default"
+    default = default_label(mode)
     return {"mode": mode, "signals": signal_table(items),
             "scorers": {default: evaluate(items, alternatives(mode)[default])}}
 
@@ -313,7 +314,7 @@ def stage_block(mode: str, items: Sequence[Item]) -> dict[str, Any] | None:
 def rival_scorers(mode: str, items: Sequence[Item]) -> dict[str, Any]:
     """The measured rivals of a mode's default scorer (hybrid has four; the others none)."""
     return {label: evaluate(items, s) for label, s in alternatives(mode).items()
-            if label not in ("default", "both")}
+            if label != default_label(mode)}
 
 
 def gate_block(stages: Mapping[str, dict[str, Any]]) -> dict[str, Any]:

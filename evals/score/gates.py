@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evals.score import abstention
 from groundkit.errors import GroundkitError
 
 DEFAULT_TOLERANCE = 0.005
@@ -66,8 +67,7 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
     out = {**stage["metrics"], **{f"abstention.{k}": v for k, v in stage["abstention"].items()}}
     gated = report.get("gate", {}).get("stages", {}).get(stage["name"])
     if gated is not None:
-        label = "both" if gated["mode"] == "hybrid" else "default"
-        scorer = gated["scorers"][label]
+        scorer = gated["scorers"][abstention.default_label(gated["mode"])]
         shipped = scorer["shipped"]
         at = next(r for r in shipped["at_alpha"] if r["alpha"] == GATE_ALPHA)
         band = next(r for r in scorer["resplits"]["at_alpha"] if r["alpha"] == GATE_ALPHA)

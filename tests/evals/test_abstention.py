@@ -166,6 +166,11 @@ def test_at_alpha_counts_each_group_and_scores_answers_crag_style() -> None:
     assert out["crag_score"] == pytest.approx((1 - 2) / 5)  # one good answer, two wrong ones
 
 
+def _take(pool: abstention._Arrays, rows: np.ndarray) -> abstention._Arrays:
+    return abstention._Arrays(pool.answerable[rows], pool.near_miss[rows], pool.retrieved[rows],
+                              {k: v[rows] for k, v in pool.signals.items()})
+
+
 def _resplits_one_by_one(pool: abstention._Arrays, n_calibration: int, scorer: gate.Scorer,
                          resplits: int, seed: int) -> dict[str, list[float]]:
     """The re-splits as first written, one draw at a time through :func:`p_values`."""
@@ -174,8 +179,8 @@ def _resplits_one_by_one(pool: abstention._Arrays, n_calibration: int, scorer: g
     n = len(pool.answerable)
     for draw in range(resplits):
         order = rng.permutation(n) if draw else np.arange(n)
-        test = pool.take(order[n_calibration:])
-        p = abstention.p_values(scorer, pool.take(order[:n_calibration]), test)
+        test = _take(pool, order[n_calibration:])
+        p = abstention.p_values(scorer, _take(pool, order[:n_calibration]), test)
         for a in abstention.ALPHAS:
             answered, no_answer = p <= a, ~test.answerable
             good = test.answerable & test.retrieved
