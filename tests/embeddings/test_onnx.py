@@ -129,6 +129,22 @@ def test_sorting_by_length_restores_the_callers_order(onnx_home: Path) -> None:
     assert np.sum(forward * provider.embed(texts[1:2], kind="document"), axis=1).argmax() == 1
 
 
+
+@pytest.mark.slow
+def test_runs_made_two_at_a_time_give_the_bytes_of_one_thread(provider: OnnxProvider,
+                                                              onnx_home: Path) -> None:
+    two = OnnxProvider(cache_dir=onnx_home / "models" / "onnx", threads=2)
+    texts = TEXTS + [" ".join(f"term{i * j % 97}" for i in range(40 * j)) for j in range(1, 8)]
+
+    two.embed(["a query alone"], kind="query")
+    assert two._single is None  # one run: the session on both threads, nothing concurrent
+    together = two.embed(texts, kind="document")
+    assert two._single is not None and two._single is not two._session
+    assert together.tobytes() == provider.embed(texts, kind="document").tobytes()
+    assert together[::-1].tobytes() == two.embed(texts[::-1], kind="document").tobytes()
+    two.close()
+    assert two._single is None and two._session is None
+
 @pytest.mark.slow
 def test_texts_are_truncated_at_the_models_256_tokens(provider: OnnxProvider) -> None:
     long = " ".join(f"word{i % 50}" for i in range(400))
