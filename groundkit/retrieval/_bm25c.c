@@ -22,8 +22,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
-#define GK_KERNEL_VERSION 4
+#define GK_KERNEL_VERSION 5
 
 typedef struct {
     const int32_t *docs;
@@ -331,12 +332,65 @@ done:
     return result;
 }
 
+/* The id of the term whose UTF-8 bytes are `term` and whose crc32 is `h`, or -1.
+ * hashes[i] is term i's crc32, ascending; its bytes are blob[offsets[i]:offsets[i + 1]]. */
+static Py_ssize_t term_position(const uint32_t *hashes, const int64_t *offsets, Py_ssize_t n,
+                                const char *blob, Py_ssize_t blob_len, const char *term,
+                                Py_ssize_t len, uint32_t h) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + ((hi - lo) >> 1);
+        if (hashes[mid] < h) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < n && hashes[lo] == h; lo++) {
+        int64_t a = offsets[lo], b = offsets[lo + 1];
+        if (a < 0 || b < a || b > blob_len) return -2;
+        if (b - a == len && memcmp(blob + a, term, (size_t)len) == 0) return lo;
+    }
+    return -1;
+}
+
+static PyObject *find_term(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5 || !PyBytes_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "find_term(hashes, offsets, blob, term: bytes, crc32)");
+        return NULL;
+    }
+    unsigned long h = PyLong_AsUnsignedLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer views[3];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 3; got++)
+        if (PyObject_GetBuffer(args[got], &views[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    Py_ssize_t n = views[0].len / 4;
+    if (views[0].itemsize != 4 || views[1].itemsize != 8 || views[1].len != (n + 1) * 8
+        || h > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "hashes are uint32, offsets int64 (one more), "
+                                          "crc32 below 2**32");
+        goto done;
+    }
+    Py_ssize_t at = term_position(views[0].buf, views[1].buf, n, views[2].buf, views[2].len,
+                                  PyBytes_AS_STRING(args[3]), PyBytes_GET_SIZE(args[3]),
+                                  (uint32_t)h);
+    if (at == -2) PyErr_SetString(PyExc_ValueError, "a term offset lies outside the blob");
+    else result = PyLong_FromSsize_t(at);
+done:
+    while (got-- > 0) PyBuffer_Release(&views[got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"maxscore", (PyCFunction)(void (*)(void))maxscore, METH_FASTCALL,
      "maxscore(docs, scores, imp_scores, terms, k, limit) -> [(doc, total)] or None\n\n"
      "terms: (lo, hi, count, ilo, ihi) per query term: postings docs[lo:hi] (ascending),\n"
      "impact prefix imp_scores[ilo:ihi] (best first). Scores are non-negative multiples\n"
      "of one unit u and limit is 2**53 u; None when the terms' maxima sum to limit or more."},
+    {"find_term", (PyCFunction)(void (*)(void))find_term, METH_FASTCALL,
+     "find_term(hashes, offsets, blob, term, crc32) -> term id, or -1 when absent\n\n"
+     "hashes (uint32, ascending) and offsets (int64, one more) index the terms' UTF-8 bytes\n"
+     "in blob; term is the bytes sought and crc32 their zlib.crc32."},
     {NULL, NULL, 0, NULL},
 };
 

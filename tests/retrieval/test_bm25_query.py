@@ -356,6 +356,19 @@ def test_the_compiled_kernel_refuses_bad_input():
     with pytest.raises(TypeError):
         top([(0, 3, 1.0, 0)])
 
+    hashes, offsets = np.array([7, 9], np.uint32), np.array([0, 2, 5], np.int64)
+    assert c.find_term(hashes, offsets, b"abxyz", b"xyz", 9) == 1
+    assert c.find_term(hashes, offsets, b"abxyz", b"xyz", 7) == -1  # bytes decide, not hash
+    assert c.find_term(hashes[:0], offsets[:1], b"", b"xyz", 9) == -1
+    with pytest.raises(ValueError, match="outside the blob"):
+        c.find_term(hashes, offsets, b"abxy", b"xyz", 9)
+    with pytest.raises(ValueError, match="uint32"):
+        c.find_term(hashes.astype(np.int64), offsets, b"abxyz", b"xyz", 9)
+    with pytest.raises(ValueError, match="uint32"):
+        c.find_term(hashes, offsets, b"abxyz", b"xyz", 2**32)
+    with pytest.raises(TypeError):
+        c.find_term(hashes, offsets, b"abxyz", "xyz", 9)
+
 
 def test_the_numpy_kernel_can_be_chosen_and_a_foreign_build_is_not_used(monkeypatch):
     monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
