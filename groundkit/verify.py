@@ -23,7 +23,6 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import DecodeError
 from .model import Chunk, Status, Verdict
@@ -50,6 +49,12 @@ class Unreadable:
 MISSING = Unreadable("file missing (deleted or renamed)")
 
 
+OUTSIDE = Unreadable("path now resolves outside the collection root (symlink swapped in?)")
+_PROC_FD = "/proc/self/fd"
+BY_HANDLE = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
+"""Whether a file is resolved through an ``O_PATH`` handle (Linux), else by ``realpath``."""
+
+
 def read_inside(root: str, relpath: str, max_bytes: int, *,
                 real_root: str | None = None) -> bytes | Unreadable:
     """The file's bytes, or why it cannot be read from inside ``root``.
@@ -58,37 +63,82 @@ def read_inside(root: str, relpath: str, max_bytes: int, *,
     that grew past it since indexing is unreadable, as it would not be indexed.
     ``real_root`` is ``os.path.realpath(root)`` when the caller resolved it just now
     (:func:`verify_all` does, once for the files of one call).
+
+    On Linux the file is looked up once, as an ``O_PATH`` handle (which opens nothing
+    for reading), the kernel says where that handle really is, and only a regular file
+    inside the root is then opened, through the handle itself: the file checked is the
+    file read, whatever is renamed meanwhile. Elsewhere its path is resolved with
+    ``realpath`` first and the result opened without following a final symlink.
     """
     if real_root is None:
         real_root = os.path.realpath(root)
     path = os.path.join(real_root, relpath)
+    if BY_HANDLE:
+        return _read_by_handle(path, real_root, max_bytes)
     try:
         real = os.path.realpath(path, strict=True)
-    except FileNotFoundError:
-        return MISSING
     except OSError as exc:
-        return Unreadable(f"unreadable: {exc.strerror or exc}")
-    if not Path(real).is_relative_to(real_root):
-        return Unreadable("path now resolves outside the collection root (symlink swapped in?)")
+        return _unopened(exc)
+    if not _inside(real, real_root):
+        return OUTSIDE
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return MISSING
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            return Unreadable("permission denied")
-        return Unreadable(f"unreadable: {exc.strerror or exc}")
+        return _unopened(exc)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return Unreadable("not a regular file")
-        if st.st_size > max_bytes:
-            return Unreadable(f"file grew past the size limit ({st.st_size} bytes)")
-        return read_fd(fd, st.st_size, max_bytes + 1)
+        return _read_regular(fd, os.fstat(fd), max_bytes)
     except OSError as exc:
         return Unreadable(f"unreadable: {exc.strerror or exc}")
     finally:
         os.close(fd)
+
+
+def _read_by_handle(path: str, real_root: str, max_bytes: int) -> bytes | Unreadable:
+    try:
+        handle = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as exc:
+        return _unopened(exc)
+    try:
+        where = f"{_PROC_FD}/{handle}"
+        if not _inside(os.readlink(where), real_root):
+            return OUTSIDE
+        st = os.fstat(handle)
+        if not stat.S_ISREG(st.st_mode):  # a device or FIFO is never opened
+            return Unreadable("not a regular file")
+        try:
+            fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            return _unopened(exc)
+        try:
+            return _read_regular(fd, os.fstat(fd), max_bytes)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return Unreadable(f"unreadable: {exc.strerror or exc}")
+    finally:
+        os.close(handle)
+
+
+def _inside(real: str, real_root: str) -> bool:
+    """Whether resolved ``real`` lies under resolved ``real_root``, component by component."""
+    return real == real_root or real.startswith(
+        real_root if real_root.endswith(os.sep) else real_root + os.sep)
+
+
+def _unopened(exc: OSError) -> Unreadable:
+    if exc.errno == errno.ENOENT:
+        return MISSING
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return Unreadable("permission denied")
+    return Unreadable(f"unreadable: {exc.strerror or exc}")
+
+
+def _read_regular(fd: int, st: os.stat_result, max_bytes: int) -> bytes | Unreadable:
+    if not stat.S_ISREG(st.st_mode):
+        return Unreadable("not a regular file")
+    if st.st_size > max_bytes:
+        return Unreadable(f"file grew past the size limit ({st.st_size} bytes)")
+    return read_fd(fd, st.st_size, max_bytes + 1)
 
 
 def _verdict(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from conftest import TreeMaker
 
 from groundkit import store
+from groundkit import verify as verifying
 from groundkit.collection import Collection, IndexConfig, fetch_chunk, index
 from groundkit.model import Chunk, Status
 from groundkit.store import StoredChunk
@@ -31,6 +33,21 @@ def indexed(make_tree: TreeMaker, home: Path, files: dict[str, str | bytes]) -> 
 def status_of(chunk: Chunk, home: Path) -> tuple[Status, str]:
     verdict = fetch_chunk(chunk.chunk_id, home)
     return verdict.status, verdict.reason
+
+
+@pytest.fixture(params=["handle", "realpath"])
+def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Containment both ways: an O_PATH handle (Linux) and realpath (elsewhere)."""
+    if request.param == "realpath":
+        monkeypatch.setattr(verifying, "BY_HANDLE", False)
+    elif not verifying.BY_HANDLE:
+        pytest.skip("no O_PATH or /proc/self/fd here")
+    return str(request.param)
+
+
+def test_linux_resolves_through_a_handle() -> None:
+    if sys.platform == "linux":
+        assert verifying.BY_HANDLE
 
 
 def test_an_unchanged_file_verifies(make_tree: TreeMaker, home: Path) -> None:
@@ -110,6 +127,7 @@ def test_adding_or_removing_a_bom_keeps_code_point_spans_verified(
     assert status_of(chunk2, home)[0] is Status.VERIFIED
 
 
+@pytest.mark.usefixtures("resolver")
 def test_a_missing_or_renamed_file_is_unresolvable(make_tree: TreeMaker, home: Path) -> None:
     root, chunk = indexed(make_tree, home, {"p.md": TEXT})
     (root / "p.md").rename(root / "moved.md")
@@ -117,6 +135,7 @@ def test_a_missing_or_renamed_file_is_unresolvable(make_tree: TreeMaker, home: P
     assert status is Status.UNRESOLVABLE and "missing" in reason
 
 
+@pytest.mark.usefixtures("resolver")
 def test_a_file_swapped_for_a_symlink_out_of_the_root_is_unresolvable(
     make_tree: TreeMaker, home: Path,
 ) -> None:
@@ -129,6 +148,7 @@ def test_a_file_swapped_for_a_symlink_out_of_the_root_is_unresolvable(
     assert verdict.current_text is None  # nothing from outside the root is read
 
 
+@pytest.mark.usefixtures("resolver")
 def test_a_parent_folder_swapped_for_a_symlink_out_of_the_root_is_unresolvable(
     make_tree: TreeMaker, home: Path,
 ) -> None:
@@ -140,6 +160,7 @@ def test_a_parent_folder_swapped_for_a_symlink_out_of_the_root_is_unresolvable(
     assert status_of(chunk, home)[0] is Status.UNRESOLVABLE
 
 
+@pytest.mark.usefixtures("resolver")
 def test_a_file_replaced_by_a_folder_or_fifo_is_unresolvable(
     make_tree: TreeMaker, home: Path,
 ) -> None:
@@ -147,6 +168,22 @@ def test_a_file_replaced_by_a_folder_or_fifo_is_unresolvable(
     (root / "p.md").unlink()
     os.mkfifo(root / "p.md")
     assert status_of(chunk, home) == (Status.UNRESOLVABLE, "not a regular file")
+    (root / "p.md").unlink()
+    (root / "p.md").mkdir()
+    assert status_of(chunk, home) == (Status.UNRESOLVABLE, "not a regular file")
+
+
+@pytest.mark.usefixtures("resolver")
+def test_a_symlink_to_a_file_inside_the_root_still_verifies(
+    make_tree: TreeMaker, home: Path,
+) -> None:
+    root, chunk = indexed(make_tree, home, {"p.md": TEXT})
+    (root / "p.md").rename(root / "real.md")
+    (root / "p.md").symlink_to(root / "real.md")
+    assert status_of(chunk, home)[0] is Status.VERIFIED
+    (root / "p.md").unlink()
+    (root / "p.md").symlink_to(root / "gone.md")  # dangling
+    assert status_of(chunk, home) == (Status.UNRESOLVABLE, "file missing (deleted or renamed)")
 
 
 def test_a_file_that_no_longer_decodes_is_unresolvable(make_tree: TreeMaker, home: Path) -> None:
@@ -215,6 +252,7 @@ def _verify_as_nobody(stored: StoredChunk) -> dict[str, object]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
+@pytest.mark.usefixtures("resolver")
 def test_permission_denied_is_unresolvable(home: Path) -> None:
     root = Path(tempfile.mkdtemp(prefix="gk-perm-", dir="/tmp"))
     try:
