@@ -48,10 +48,11 @@ class OnnxProvider:
     ``<groundkit home>/models/onnx``); ``batch_size`` texts per run (default 1: activations
     are quantized with one scale per run, so a text's vector would otherwise depend on the
     texts batched with it; batches are sorted by length to cut padding);
-    ``threads`` the cores it uses (default: those this process may run on): a single run
-    gets that many ONNX Runtime intra-op threads, while several runs go that many at a
-    time, one thread each, which keeps both cores busy where one text's matrices are too
-    small to split well (1.1-1.2x the passages/s, docs/embeddings.md).
+    ``threads`` the cores it uses (default: ONNX Runtime's choice for a single run, and
+    the CPUs this process may run on for several): a single run gets that many intra-op
+    threads, while several runs go that many at a time, one thread each, which keeps the
+    cores busy where one text's matrices are too small to split well (1.1-1.2x the
+    passages/s on two cores, docs/embeddings.md).
     Deterministic: the same texts and batch size give the same bytes, whatever the threads
     (tested).
     """
@@ -238,7 +239,9 @@ class OnnxProvider:
         self.identity  # noqa: B018 - builds and checks the file first
         data = self._model_file().read_bytes()
         self._tokenizer = _tokenizer(Tokenizer, self._source()[0])
-        self._session = _session(ort, data, self._cores(), self._path, expected=self._sha)
+        # threads=None: ONNX Runtime's own choice for one run (its physical cores)
+        self._session = _session(ort, data, self.threads or 0, self._path,
+                                 expected=self._sha)
         outputs = [o.name for o in self._session.get_outputs()]
         self._output = "token_embeddings" if "token_embeddings" in outputs else outputs[0]
         inputs = {i.name for i in self._session.get_inputs()}
