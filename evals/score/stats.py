@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,8 @@ import numpy.typing as npt
 from groundkit.errors import GroundkitError
 
 Array = npt.NDArray[np.float64]
+Draws = npt.NDArray[np.integer[Any]]
+"""Resampling counts or signs, kept as small integers."""
 
 TIE_TOLERANCE = 1e-9
 """Per-question differences within this are ties in wins/ties/losses."""
@@ -101,7 +103,7 @@ def _bootstrap_cis(deltas: Array, resamples: int, confidence: float,
 
 
 @lru_cache(maxsize=2)
-def _resample_counts(n: int, resamples: int, seed: int) -> tuple[Array, ...]:
+def _resample_counts(n: int, resamples: int, seed: int) -> tuple[Draws, ...]:
     """How often each question is drawn in each resample, drawn once per (n, resamples, seed).
 
     A resample's mean is then one row times the deltas: every comparison of a report
@@ -110,7 +112,7 @@ def _resample_counts(n: int, resamples: int, seed: int) -> tuple[Array, ...]:
     """
     rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_BYTES // (16 * n))
-    out = []
+    out: list[Draws] = []
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
         index = rng.integers(0, n, size=(rows, n))
@@ -120,7 +122,7 @@ def _resample_counts(n: int, resamples: int, seed: int) -> tuple[Array, ...]:
     return tuple(out)
 
 
-def _products(blocks: Sequence[Array], deltas: Array) -> Iterator[Array]:
+def _products(blocks: Sequence[Draws], deltas: Array) -> Iterator[Array]:
     """``block @ deltas`` for each block of small integers, as float64 products.
 
     The blocks are kept as small integers (a count or a sign is a byte, not 8): fresh
@@ -182,7 +184,7 @@ def _all_sign_vectors(n: int) -> Array:
 
 
 @lru_cache(maxsize=2)
-def _sign_blocks(n: int, permutations: int, seed: int) -> tuple[Array, ...]:
+def _sign_blocks(n: int, permutations: int, seed: int) -> tuple[Draws, ...]:
     """The random sign assignments, drawn once per (n, permutations, seed) and shared."""
     rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_BYTES // (9 * n))
