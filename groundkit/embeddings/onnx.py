@@ -18,7 +18,7 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -113,19 +113,20 @@ class OnnxProvider:
         order = sorted(range(len(prepared)), key=lambda i: (lengths[i], i))
         runs = [order[start : start + self.batch_size]
                 for start in range(0, len(order), self.batch_size)]
+
+        def on(chosen: Any) -> Callable[[list[int]], np.ndarray]:
+            return lambda rows: self._run(chosen, [encodings[i].ids for i in rows], dimension)
+
         out = np.empty((len(prepared), dimension), dtype=np.float32)
         workers = min(self._cores(), len(runs))
-        if workers == 1:
+        if workers == 1:  # a query: one run on every intra-op thread, no thread hop
             for rows in runs:
-                out[rows] = self._run(session, [encodings[i].ids for i in rows], dimension)
+                out[rows] = on(session)(rows)
             return l2_normalize(out)
-        single = self._single_thread_session()
         with ThreadPoolExecutor(workers, thread_name_prefix="onnx") as pool:
-            vectors = pool.map(
-                lambda rows: self._run(single, [encodings[i].ids for i in rows], dimension),
-                runs)
-            for rows, vector in zip(runs, vectors, strict=True):
-                out[rows] = vector
+            for rows, vector in zip(runs, pool.map(on(self._single_thread_session()), runs),
+                                    strict=True):
+                out[rows] = vector  # in order, as each run finishes
         return l2_normalize(out)
 
     def close(self) -> None:
@@ -136,6 +137,7 @@ class OnnxProvider:
     # ------------------------------------------------------------------ internals
 
     def _cores(self) -> int:
+        """How many runs may go at once: ``threads``, else the CPUs this process may use."""
         if self.threads is not None:
             return self.threads
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
@@ -148,13 +150,10 @@ class OnnxProvider:
         GIL; the two sessions come from the same checked bytes and give the same vectors.
         """
         if self._single is None:
-            if self._cores() == 1:
-                self._single = self._ensure_session()
-            else:
-                import onnxruntime as ort
+            import onnxruntime as ort
 
-                self._single = _session(ort, self._model_file().read_bytes(), 1, self._path,
-                                        expected=self._sha)
+            self._single = _session(ort, self._model_file().read_bytes(), 1, self._path,
+                                    expected=self._sha)
         return self._single
 
     def _run(self, session: Any, ids: list[list[int]], dimension: int) -> np.ndarray:

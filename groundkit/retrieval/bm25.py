@@ -175,7 +175,7 @@ class BM25Index:
     def _find_term(self, term: str) -> int:
         encoded = term.encode("utf-8", "surrogatepass")
         h, hashes, off = zlib.crc32(encoded), self._hash_view, self._off_view
-        if self._compiled is not None:  # the same search in C: 0.3 us, not 1.6
+        if self._compiled is not None:  # the same search in C: 0.6 us a term, not 1.8
             found: int = self._compiled.find_term(hashes, off, self._blob, encoded, h)
             return found
         lo = bisect.bisect_left(hashes, h)  # on a memoryview: no numpy call overhead
