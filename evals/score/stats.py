@@ -125,10 +125,10 @@ def _resample_counts(n: int, resamples: int, seed: int) -> tuple[Draws, ...]:
 def _products(blocks: Sequence[Draws], deltas: Array) -> Iterator[Array]:
     """``block @ deltas`` for each block of small integers, as float64 products.
 
-    The blocks are kept as small integers (a count or a sign is a byte, not 8): fresh
-    memory is what costs here (about 1.2 s for 97 MB on the 2-core VM, its pages
-    faulted in), so each block is widened into one reused float64 buffer, and the
-    product is the one it always was.
+    The blocks are kept as small integers (a count or a sign is a byte, not 8): new
+    memory can cost more than the arithmetic (on the 2-core VM, 97 MB of pages its host
+    had taken back took about a second to fault in), so each block is widened into one
+    reused float64 buffer, and the product is the one it always was.
     """
     buffer = np.empty((max((len(b) for b in blocks), default=0), deltas.shape[0]))
     for block in blocks:
