@@ -101,9 +101,16 @@ def encode_len(text: str, encoding: str) -> int:
 def is_within(path: Path, root: Path) -> bool:
     """Whether resolved ``path`` lies under resolved ``root``, component-wise."""
     try:
-        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
+        return lies_under(os.path.realpath(path), os.path.realpath(root))
     except (OSError, ValueError):
         return False
+
+
+def lies_under(real: str, real_root: str) -> bool:
+    """Whether already resolved ``real`` is ``real_root`` or below it, component by
+    component (``/data/root-evil`` is not under ``/data/root``), as plain strings."""
+    return real == real_root or real.startswith(
+        real_root if real_root.endswith(os.sep) else real_root + os.sep)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .errors import DecodeError
 from .model import Chunk, Status, Verdict
-from .sources import decode_bytes, read_fd
+from .sources import decode_bytes, lies_under, read_fd
 from .store import StoredChunk
 
 
@@ -79,7 +79,7 @@ def read_inside(root: str, relpath: str, max_bytes: int, *,
         real = os.path.realpath(path, strict=True)
     except OSError as exc:
         return _unopened(exc)
-    if not _inside(real, real_root):
+    if not lies_under(real, real_root):
         return OUTSIDE
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -100,7 +100,7 @@ def _read_by_handle(path: str, real_root: str, max_bytes: int) -> bytes | Unread
         return _unopened(exc)
     try:
         where = f"{_PROC_FD}/{handle}"
-        if not _inside(os.readlink(where), real_root):
+        if not lies_under(os.readlink(where), real_root):
             return OUTSIDE
         st = os.fstat(handle)
         if not stat.S_ISREG(st.st_mode):  # a device or FIFO is never opened
@@ -117,12 +117,6 @@ def _read_by_handle(path: str, real_root: str, max_bytes: int) -> bytes | Unread
         return Unreadable(f"unreadable: {exc.strerror or exc}")
     finally:
         os.close(handle)
-
-
-def _inside(real: str, real_root: str) -> bool:
-    """Whether resolved ``real`` lies under resolved ``real_root``, component by component."""
-    return real == real_root or real.startswith(
-        real_root if real_root.endswith(os.sep) else real_root + os.sep)
 
 
 def _unopened(exc: OSError) -> Unreadable:

@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 from conftest import TreeMaker
 
-from groundkit.sources import Candidate, DecodeError, Skipped, decode_bytes, discover, is_within
+from groundkit.sources import (
+    Candidate,
+    DecodeError,
+    Skipped,
+    decode_bytes,
+    discover,
+    is_within,
+    lies_under,
+)
 
 
 def test_utf8_without_bom_decodes_exactly_keeping_every_line_ending() -> None:
@@ -100,3 +108,5 @@ def test_containment_is_component_wise_not_a_string_prefix(tmp_path: Path) -> No
     assert is_within(tmp_path / "root" / "x", tmp_path / "root")
     assert not is_within(tmp_path / "root-evil" / "x", tmp_path / "root")
     assert not is_within(tmp_path / "root" / ".." / "root-evil", tmp_path / "root")
+    assert lies_under("/data/root", "/data/root") and lies_under("/data/root/a/b", "/data/root")
+    assert not lies_under("/data/root-evil/a", "/data/root") and lies_under("/etc", "/")
