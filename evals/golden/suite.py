@@ -35,8 +35,9 @@ from evals.mcp_stage import McpRun
 from evals.score import metrics
 from evals.stages import BASELINE, STAGES, Stage
 from groundkit.collection import Collection, IndexConfig, index
-from groundkit.collection.derived import analyzer_of, bm25_params_of
+from groundkit.collection.derived import analyzer_of, bm25_params_of, document_provider
 from groundkit.collection.home import Home
+from groundkit.errors import IndexMismatchError
 from groundkit.model import Hit
 from groundkit.retrieval.base import Scored
 from groundkit.retrieval.bm25 import BM25Params
@@ -208,6 +209,12 @@ class CollectionSuite:
         config = dataclasses.replace(self.base, chunker=settings.chunker, extra=extra)
         name = self.collection_name(key)
         report = index(name, config, home=self.home, publish_unchanged=False)
+        if not report.published and settings.embedding and not _vectors_current(
+                name, self.home, extra["embedding"]):
+            # Same files and settings, but the provider's identity moved (another model
+            # file, another runtime): the cached vectors would fail closed, so re-embed.
+            log(f"{self.label}: {stage}'s vectors came from another embedding identity")
+            report = index(name, config, home=self.home)
         log(f"{self.label}: indexed {report.chunks} chunks for {stage}"
             + (f" ({report.unchanged} files unchanged)" if report.unchanged else "")
             if report.published else f"{self.label}: {stage}'s collection is up to date")
@@ -218,6 +225,19 @@ class CollectionSuite:
         runs, each is re-indexed incrementally, never under another stage's settings."""
         digest = hashlib.sha256(repr((self.label, self.base.roots, key)).encode()).hexdigest()
         return f"golden-{digest[:12]}"
+
+
+def _vectors_current(name: str, home: Home, embedding: Mapping[str, Any]) -> bool:
+    """Whether collection ``name``'s vectors were made under ``embedding``'s identity now."""
+    provider = document_provider(embedding)
+    try:
+        with Collection.open(name, home) as coll:
+            coll.snapshot.vectors(provider.identity)
+    except IndexMismatchError:
+        return False
+    finally:
+        provider.close()
+    return True
 
 
 class _CollectionRun:

@@ -319,3 +319,23 @@ def test_the_manifest_command_refuses_a_released_version(
     (copy / "docs" / "runbooks" / "deploy.md").write_bytes(b"# changed\n")
     assert main(["lint", str(copy), "--write-manifest"]) == IntegrityError.exit_code
     assert "never edited in place" in capsys.readouterr().err
+
+
+def test_cached_vectors_of_another_embedding_identity_are_not_current(
+    make_tree: Any, home: Path,
+) -> None:
+    """The harness re-embeds a cached collection whose vectors another identity made
+    (an upgraded runtime, a rebuilt model file) instead of failing on them."""
+    pytest.importorskip("lancedb")
+    from evals.golden.suite import _vectors_current
+    from groundkit.collection import IndexConfig, index
+    from groundkit.testing.ollama_standin import OllamaStandin, hashing_embedder
+
+    root = str(make_tree({"a.md": "alpha beta gamma\n", "b.md": "delta epsilon\n"}))
+    with (OllamaStandin(hashing_embedder(64), models=["nomic-embed-text"]) as same,
+          OllamaStandin(hashing_embedder(32), models=["nomic-embed-text"]) as other):
+        embedding = {"spec": "ollama:nomic-embed-text", "options": {"host": same.url}}
+        index("k", IndexConfig(roots=(root,), extra={"embedding": embedding}), home=home)
+        assert _vectors_current("k", home, embedding)
+        moved = {"spec": "ollama:nomic-embed-text", "options": {"host": other.url}}
+        assert not _vectors_current("k", home, moved)  # 32-d now: another identity
