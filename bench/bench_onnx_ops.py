@@ -16,7 +16,9 @@ Needs only onnxruntime, onnx and numpy, so it runs in a bare venv per release
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -114,14 +116,21 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="an ONNX file taking input_ids/attention_mask")
     parser.add_argument("--repeat", type=int, default=300, help="runs per op (model: /20)")
+    parser.add_argument("--out", type=Path, default=Path(".bench") / "onnx_ops.json",
+                        help="JSON of the figures (default .bench/onnx_ops.json)")
     args = parser.parse_args()
     print(f"onnxruntime {ort.__version__}, one thread, ms a run")
-    for name, ms in op_timings(args.repeat).items():
+    ops = op_timings(args.repeat)
+    for name, ms in ops.items():
         rate = f"  ({ROWS * HIDDEN * INNER / ms / 1e6:.0f} GMAC/s)" if "MatMul" in name else ""
         print(f"  {name:24} {ms:7.3f}{rate}")
-    if args.model:
-        for length, ms in model_timings(args.model, max(1, args.repeat // 20)).items():
-            print(f"  model, {length:3} word pieces  {ms:7.2f}")
+    model = model_timings(args.model, max(1, args.repeat // 20)) if args.model else {}
+    for length, ms in model.items():
+        print(f"  model, {length:3} word pieces  {ms:7.2f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"onnxruntime": ort.__version__, "ops_ms": ops,
+                                    "model": args.model, "model_ms_by_length": model},
+                                   indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
