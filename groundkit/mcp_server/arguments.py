@@ -112,7 +112,9 @@ def _got(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)[:_SHOWN_CHARS]
     if isinstance(value, str):
-        if len(value) > _SHOWN_CHARS:
+        # Long strings, and anything path-like however short, are described, not echoed:
+        # an error never repeats a file path (the client's own included).
+        if len(value) > _SHOWN_CHARS or "/" in value or "\\" in value:
             return f"a string of {len(value)} characters"
         return shown(value)
     if isinstance(value, list | tuple):

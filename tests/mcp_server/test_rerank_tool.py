@@ -32,3 +32,6 @@ def test_the_mcp_search_tool_takes_a_registered_name_never_a_path(
     assert "unknown reranker 'nosuch'" in unknown
     refused = error(server, "search", {"query": "x", "rerank": str(model)})
     assert "invalid argument rerank" in refused and str(model) not in refused
+    short = error(server, "search", {"query": "x", "rerank": "/m/ce"})  # under 40 characters
+    assert "invalid argument rerank" in short and "/m/ce" not in short
+    assert "a string of 5 characters" in short
