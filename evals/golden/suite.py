@@ -209,16 +209,19 @@ class CollectionSuite:
         config = dataclasses.replace(self.base, chunker=settings.chunker, extra=extra)
         name = self.collection_name(key)
         report = index(name, config, home=self.home, publish_unchanged=False)
+        coll = Collection.open(name, self.home)
         if not report.published and settings.embedding and not _vectors_current(
-                name, self.home, extra["embedding"]):
+                coll, extra["embedding"]):
             # Same files and settings, but the provider's identity moved (another model
             # file, another runtime): the cached vectors would fail closed, so re-embed.
+            coll.close()
             log(f"{self.label}: {stage}'s vectors came from another embedding identity")
             report = index(name, config, home=self.home)
+            coll = Collection.open(name, self.home)
         log(f"{self.label}: indexed {report.chunks} chunks for {stage}"
             + (f" ({report.unchanged} files unchanged)" if report.unchanged else "")
             if report.published else f"{self.label}: {stage}'s collection is up to date")
-        return Collection.open(name, self.home)
+        return coll
 
     def collection_name(self, key: tuple[Any, ...]) -> str:
         """One collection per distinct settings (``golden-<12 hex>``): in a home kept between
@@ -227,12 +230,12 @@ class CollectionSuite:
         return f"golden-{digest[:12]}"
 
 
-def _vectors_current(name: str, home: Home, embedding: Mapping[str, Any]) -> bool:
-    """Whether collection ``name``'s vectors were made under ``embedding``'s identity now."""
+def _vectors_current(coll: Collection, embedding: Mapping[str, Any]) -> bool:
+    """Whether ``coll``'s vectors were made under ``embedding``'s identity now (loading
+    them into its snapshot, where the stage then finds them)."""
     provider = document_provider(embedding)
     try:
-        with Collection.open(name, home) as coll:
-            coll.snapshot.vectors(provider.identity)
+        coll.snapshot.vectors(provider.identity)
     except IndexMismatchError:
         return False
     finally:

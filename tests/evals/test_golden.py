@@ -328,7 +328,7 @@ def test_cached_vectors_of_another_embedding_identity_are_not_current(
     (an upgraded runtime, a rebuilt model file) instead of failing on them."""
     pytest.importorskip("lancedb")
     from evals.golden.suite import _vectors_current
-    from groundkit.collection import IndexConfig, index
+    from groundkit.collection import Collection, IndexConfig, index
     from groundkit.testing.ollama_standin import OllamaStandin, hashing_embedder
 
     root = str(make_tree({"a.md": "alpha beta gamma\n", "b.md": "delta epsilon\n"}))
@@ -336,6 +336,7 @@ def test_cached_vectors_of_another_embedding_identity_are_not_current(
           OllamaStandin(hashing_embedder(32), models=["nomic-embed-text"]) as other):
         embedding = {"spec": "ollama:nomic-embed-text", "options": {"host": same.url}}
         index("k", IndexConfig(roots=(root,), extra={"embedding": embedding}), home=home)
-        assert _vectors_current("k", home, embedding)
         moved = {"spec": "ollama:nomic-embed-text", "options": {"host": other.url}}
-        assert not _vectors_current("k", home, moved)  # 32-d now: another identity
+        with Collection.open("k", home) as coll:
+            assert _vectors_current(coll, embedding)
+            assert not _vectors_current(coll, moved)  # 32-d now: another identity
