@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,17 @@ def test_forked_workers_write_the_report_a_serial_run_writes(
     assert "answers" in json.loads(texts[0])  # the extras came back from wherever they ran
 
 
+def only_workers_take_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent takes no task from the shared queue, so the forked worker ranks every
+    lexical stage. Otherwise whichever process asks first takes each, and the parent may
+    take them all (seen in CI: a worker that handed nothing back)."""
+    from evals import forked
+
+    parent, take = os.getpid(), forked.Tasks.take
+    monkeypatch.setattr(forked.Tasks, "take",
+                        lambda tasks: None if os.getpid() == parent else take(tasks))
+
+
 def test_a_worker_hands_back_only_the_hits_the_report_reads(
     golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -201,6 +213,7 @@ def test_a_worker_hands_back_only_the_hits_the_report_reads(
         return real(portable)
 
     monkeypatch.setattr(harness, "_restored", restored)
+    only_workers_take_tasks(monkeypatch)
     texts = []
     for name, serial in (("forked", False), ("serial", True)):
         built = evaluate_golden(golden, tmp_path / name, stage_names=["bm25", "bm25-nostem"],
@@ -227,6 +240,7 @@ def test_a_stage_failing_in_a_worker_fails_the_run_with_its_own_error(
         return real(run, stage, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(harness, "_run_stage", broken)
+    only_workers_take_tasks(monkeypatch)
     with pytest.raises(RuntimeError, match="a stage failed"):
         run(golden, tmp_path / "broken")
 
