@@ -18,7 +18,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 # setup.py and the C source: an edited kernel is rebuilt (pip builds it in place, optional).
-$(STAMP): pyproject.toml requirements.lock setup.py groundkit/retrieval/_bm25c.c
+$(STAMP): pyproject.toml requirements.lock setup.py groundkit/retrieval/_bm25c.c groundkit/retrieval/_chunkc.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned, so pip takes the on-disk CPU build rather than a CUDA one.
@@ -80,4 +80,4 @@ lock: ## re-resolve requirements.lock from pyproject.toml (deliberate commit)
 
 clean: ## remove the venv, caches, generated reports and the built C kernel
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis evals/results \
-	  reports/*.html build groundkit/retrieval/_bm25c*.so
+	  reports/*.html build groundkit/retrieval/_bm25c*.so groundkit/retrieval/_chunkc*.so

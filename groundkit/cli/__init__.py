@@ -45,15 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Version(argparse.Action):
-    """``grk --version``: the version, and whether the compiled BM25 kernel is built (it
-    gives the numpy kernel's answers, faster; ADR-0003). Imported only when asked."""
+    """``grk --version``: the version, and whether the compiled BM25 parts are built: the
+    query kernel and the index build's chunk table (each gives the answers of its numpy or
+    Python counterpart, faster; ADR-0003). Imported only when asked."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
         from ..retrieval.bm25_query import compiled_kernel
+        from ..retrieval.bm25_tokens import compiled_table
 
         kernel = "numpy" if compiled_kernel() is None else "compiled (C)"
-        print(f"grk {__version__} (BM25 kernel: {kernel})")
+        build = "Python" if compiled_table() is None else "compiled (C)"
+        print(f"grk {__version__} (BM25 kernel: {kernel}; index build: {build})")
         parser.exit()
 
 

@@ -26,15 +26,18 @@ arbitrary Unicode and on joiner-heavy ASCII text (hypothesis).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice, repeat
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..text.analysis import Analyzer, split_tokens
+
+if TYPE_CHECKING:
+    from . import _chunkc
 
 I32Array = npt.NDArray[np.int32]
 
@@ -43,6 +46,8 @@ _SEP_CHUNK = b"\x01"
 SEPARATOR, DROPPED = -2, -1
 """Chunk codes: a text boundary, a chunk with no index term; ``<= -3``: several terms."""
 _MISS = -(2**31)
+CHUNKS_VERSION = 1
+"""The ``_chunkc`` interface this module speaks (its ``VERSION``); another is not used."""
 
 _LETTER, _DIGIT, _HIGH = 1, 2, 4
 _JOINERS = {ord(":"): _LETTER, ord("'"): _LETTER | _DIGIT, ord("."): _LETTER | _DIGIT,
@@ -72,8 +77,9 @@ def _tables(lowercase: bool) -> tuple[bytes, bytes, npt.NDArray[np.uint8], npt.N
 _TABLES = {True: _tables(True), False: _tables(False)}
 
 
-def chunk_batch(texts: Sequence[str], lowercase: bool) -> list[bytes]:
-    """The chunks of ``texts`` (steps 1-3); a separator chunk precedes and follows each."""
+def chunk_buffer(texts: Sequence[str], lowercase: bool) -> bytearray:
+    """``texts`` after steps 1-2: their chunks are what ``bytes.split`` cuts the buffer into,
+    a separator chunk before and after each text."""
     word, joiner_mask, cls, kinds = _TABLES[lowercase]
     if lowercase:
         encoded = [(t.encode() if t.isascii() else t.lower().encode("utf-8", "surrogatepass"))
@@ -89,51 +95,78 @@ def chunk_batch(texts: Sequence[str], lowercase: bool) -> list[bytes]:
         before, after = cls[a[joiners - 1]], cls[a[joiners + 1]]
         keep = ((before | after) & _HIGH) | (before & after & kinds[a[joiners]])
         a[joiners[keep == 0]] = 32
-    return bytes(buf).split()
+    return buf
 
 
-class ChunkTerms(dict[bytes, int]):
-    """chunk -> chunk id, dense in order of first sight; :meth:`lookup` maps chunks to codes.
+def chunk_batch(texts: Sequence[str], lowercase: bool) -> list[bytes]:
+    """The chunks of ``texts`` (steps 1-3); a separator chunk precedes and follows each."""
+    return bytes(chunk_buffer(texts, lowercase)).split()
 
-    A chunk's code is a term id (registered in ``term_ids``, term -> id, dense in
-    order of first sight), ``DROPPED``, ``SEPARATOR``, or ``<= -3`` for a chunk
-    that holds several terms (``compounds[-3 - code]``). New chunks are analysed
-    in bulk, a batch at a time. Chunks met often also go into ``hot``, a small
-    chunk -> code table that stays in the CPU cache (a lookup in the full table,
-    hundreds of thousands of chunks, costs a cache miss or two).
+
+Analyse = Callable[[list[bytes]], I32Array]
+"""The codes of chunks first seen (:meth:`ChunkTerms._analyse`)."""
+
+
+def compiled_table() -> _chunkc.ChunkTable | None:
+    """A new compiled chunk table (``_chunkc.c``), or ``None`` when it is not built (or is
+    another version); :class:`DictChunks` gives the same codes."""
+    try:
+        from . import _chunkc
+    except ImportError:
+        return None
+    return _chunkc.ChunkTable() if getattr(_chunkc, "VERSION", None) == CHUNKS_VERSION else None
+
+
+class CompiledChunks:
+    """The chunk table in C: each chunk looked up without a Python object of its own."""
+
+    def __init__(self, table: _chunkc.ChunkTable) -> None:
+        self._table = table
+        self.codes(bytearray(_SEP_CHUNK), lambda new: np.array([SEPARATOR], dtype=np.int32))
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def codes(self, buf: bytearray, analyse: Analyse) -> I32Array:
+        """The code of each chunk of ``buf`` (analysing the chunks never seen before)."""
+        raw, raw_positions, new = self._table.lookup(buf)
+        codes = np.frombuffer(raw, dtype=np.int32)
+        if new:
+            fresh = np.ascontiguousarray(analyse(new), dtype=np.int32)
+            self._table.settle(fresh)
+            positions = np.frombuffer(raw_positions, dtype=np.int32)
+            codes[positions] = fresh[codes[positions]]
+        return codes
+
+
+class DictChunks(dict[bytes, int]):
+    """The chunk table in Python: chunk -> chunk id, dense in order of first sight.
+
+    Chunks met often also go into ``hot``, a small chunk -> code table that stays in
+    the CPU cache (a lookup in the full table, hundreds of thousands of chunks, costs a
+    cache miss or two).
     """
 
     HOT_MAX = 32_768
     HOT_AFTER = 4
     """Occurrences looked up in the full table before a chunk joins the hot table."""
 
-    def __init__(self, analyzer: Analyzer, term_ids: dict[str, int]) -> None:
+    def __init__(self) -> None:
         super().__init__({_SEP_CHUNK: 0})
-        self.term_ids = term_ids
-        self.compounds: list[I32Array] = []
         self.hot: dict[bytes, int] = {_SEP_CHUNK: SEPARATOR}
         self._chunks: list[bytes] = [_SEP_CHUNK]
         self._codes = np.array([SEPARATOR], dtype=np.int32)
         self._seen = np.zeros(1, dtype=np.int64)
         self._pending: list[bytes] = []
-        self._terms = analyzer.new_bulk_terms()
-        self._cjk = analyzer.cjk
-
-    def release(self) -> None:
-        """Forget every chunk (the tables are large; the term ids stay valid)."""
-        self.clear()
-        self.hot.clear()
-        self._chunks, self._pending, self.compounds = [], [], []
-        self._codes = np.zeros(0, dtype=np.int32)
-        self._seen = np.zeros(0, dtype=np.int64)
 
     def __missing__(self, chunk: bytes) -> int:
         chunk_id = self[chunk] = len(self)
         self._pending.append(chunk)
         return chunk_id
 
-    def lookup(self, chunks: list[bytes]) -> I32Array:
-        """The code of each chunk."""
+    def codes(self, buf: bytearray, analyse: Analyse) -> I32Array:
+        """The code of each chunk of ``buf`` (analysing the chunks never seen before)."""
+        chunks = bytes(buf).split()
         codes = np.fromiter(map(self.hot.get, chunks, repeat(_MISS)), dtype=np.int32,
                             count=len(chunks))
         miss = np.flatnonzero(codes == _MISS)
@@ -141,17 +174,13 @@ class ChunkTerms(dict[bytes, int]):
             missed = itemgetter(*miss.tolist())(chunks) if len(miss) > 1 else [chunks[miss[0]]]
             ids = np.fromiter(map(self.__getitem__, missed), dtype=np.int32, count=len(miss))
             del missed
-            codes[miss] = self.codes(ids)
+            if self._pending:
+                self._codes = np.concatenate([self._codes, analyse(self._pending)])
+                self._chunks += self._pending
+                self._pending = []
+            codes[miss] = self._codes[ids]
             self._promote(ids)
         return codes
-
-    def codes(self, chunk_ids: I32Array) -> I32Array:
-        """The code of each chunk id (analysing the chunks first seen since the last call)."""
-        if self._pending:
-            self._codes = np.concatenate([self._codes, self._analyse(self._pending)])
-            self._chunks += self._pending
-            self._pending = []
-        return self._codes[chunk_ids]
 
     def _promote(self, chunk_ids: I32Array) -> None:
         room = self.HOT_MAX - len(self.hot)
@@ -165,6 +194,46 @@ class ChunkTerms(dict[bytes, int]):
         if len(ready):
             ready_chunks = [self._chunks[i] for i in ready.tolist()]
             self.hot.update(zip(ready_chunks, self._codes[ready].tolist(), strict=True))
+
+
+class ChunkTerms:
+    """Chunks to codes, through a chunk table (:class:`CompiledChunks` when it is built,
+    else :class:`DictChunks`) that remembers each chunk's code once analysed.
+
+    A chunk's code is a term id (registered in ``term_ids``, term -> id, dense in
+    order of first sight), ``DROPPED``, ``SEPARATOR``, or ``<= -3`` for a chunk
+    that holds several terms (``compounds[-3 - code]``). New chunks are analysed
+    in bulk, a batch at a time.
+    """
+
+    def __init__(self, analyzer: Analyzer, term_ids: dict[str, int],
+                 compiled: bool | None = None) -> None:
+        """``compiled``: the C table (an error when it is not built), the Python one, or
+        (``None``) the C table when it is built."""
+        self.term_ids = term_ids
+        self.compounds: list[I32Array] = []
+        self._terms = analyzer.new_bulk_terms()
+        self._cjk = analyzer.cjk
+        self._compiled = compiled
+        self.table = self._new_table()
+
+    def _new_table(self) -> CompiledChunks | DictChunks:
+        table = None if self._compiled is False else compiled_table()
+        if table is None and self._compiled:
+            raise RuntimeError("the compiled chunk table (_chunkc) is not built")
+        return DictChunks() if table is None else CompiledChunks(table)
+
+    def __len__(self) -> int:
+        """The chunks the table holds (the separator chunk among them)."""
+        return len(self.table)
+
+    def release(self) -> None:
+        """Forget every chunk (the tables are large; the term ids stay valid)."""
+        self.table, self.compounds = self._new_table(), []
+
+    def lookup(self, buf: bytearray) -> I32Array:
+        """The code of each chunk of ``buf`` (:func:`chunk_buffer`)."""
+        return self.table.codes(buf, self._analyse)
 
     def _ids(self, tokens: list[str]) -> list[int]:
         term_ids = self.term_ids
@@ -209,9 +278,7 @@ class ChunkTerms(dict[bytes, int]):
 def batch_term_ids(texts: Sequence[str], chunks: ChunkTerms,
                    lowercase: bool) -> tuple[I32Array, I32Array]:
     """Term ids of every kept token of ``texts`` and the text (0-based) each comes from."""
-    tokens = chunk_batch(texts, lowercase)
-    codes = chunks.lookup(tokens)
-    del tokens
+    codes = chunks.lookup(chunk_buffer(texts, lowercase))
     docs = np.cumsum(codes == SEPARATOR, dtype=np.int32)
     docs -= 1
     return chunks.expand(codes, docs)

@@ -91,17 +91,20 @@ def test_the_console_script_runs_without_a_traceback(home: Path) -> None:
     assert proc.stderr == ""
 
 
-def test_version_names_the_bm25_kernel_that_answers(
+def test_version_names_the_compiled_bm25_parts_that_run(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from groundkit import __version__
+    from groundkit.retrieval import bm25_tokens
 
     monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
     assert exited.value.code == 0
-    assert capsys.readouterr().out == f"grk {__version__} (BM25 kernel: compiled (C))\n"
+    assert capsys.readouterr().out == (
+        f"grk {__version__} (BM25 kernel: compiled (C); index build: compiled (C))\n")
     monkeypatch.setenv("GROUNDKIT_BM25_KERNEL", "numpy")
+    monkeypatch.setattr(bm25_tokens, "compiled_table", lambda: None)  # as if not built
     with pytest.raises(SystemExit):
         main(["--version"])
-    assert capsys.readouterr().out.endswith("(BM25 kernel: numpy)\n")
+    assert capsys.readouterr().out.endswith("(BM25 kernel: numpy; index build: Python)\n")
