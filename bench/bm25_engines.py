@@ -31,17 +31,23 @@ def available(engine: str) -> str | None:
 
 
 def engine_env(engine: str) -> dict[str, str]:
-    """Environment for ``engine``'s worker: ``groundkit-numpy`` turns the C kernel off."""
-    return {"GROUNDKIT_BM25_KERNEL": "numpy"} if engine == "groundkit-numpy" else {}
+    """Environment for ``engine``'s worker: ``groundkit-numpy`` turns the compiled parts
+    off (the query kernel and the build's chunk table)."""
+    if engine == "groundkit-numpy":
+        return {"GROUNDKIT_BM25_KERNEL": "numpy", "GROUNDKIT_BM25_BUILD": "python"}
+    return {}
 
 
 def engine_facts(engine: str) -> dict[str, Any]:
-    """What a result row records about the engine itself (groundkit: which kernel)."""
+    """What a result row records about the engine itself (groundkit: which kernel and
+    which build table)."""
     if not engine.startswith("groundkit"):
         return {}
     from groundkit.retrieval.bm25_query import compiled_kernel
+    from groundkit.retrieval.bm25_tokens import compiled_table
 
-    return {"kernel": "numpy" if compiled_kernel() is None else "compiled"}
+    return {"kernel": "numpy" if compiled_kernel() is None else "compiled",
+            "build_table": "python" if compiled_table() is None else "compiled"}
 
 
 def build_engine(engine: str, texts: list[str], out: Path) -> None:

@@ -23,11 +23,12 @@ COLUMNS = [
 def print_table(rows: dict[str, dict[str, Any]]) -> None:
     engines = list(rows)
     width = max(len(c[1]) for c in COLUMNS) + 2
-    print("".ljust(width) + "".join(e.rjust(14) for e in engines))
+    cell = max(14, *(len(e) + 2 for e in engines))  # "groundkit-numpy" needs 17
+    print("".ljust(width) + "".join(e.rjust(cell) for e in engines))
     for key, label, fmt in COLUMNS:
         cells = [fmt.format(rows[e][key]) if rows[e].get(key) is not None else "-"
                  for e in engines]
-        print(label.ljust(width) + "".join(c.rjust(14) for c in cells))
+        print(label.ljust(width) + "".join(c.rjust(cell) for c in cells))
     for ref_name in ("groundkit-numpy", "bm25s", "bm25s-numba", "tantivy"):
         _print_ratios(rows, ref_name)
 

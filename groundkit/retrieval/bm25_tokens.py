@@ -26,6 +26,7 @@ arbitrary Unicode and on joiner-heavy ASCII text (hypothesis).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from itertools import islice, repeat
 from operator import itemgetter
@@ -108,8 +109,10 @@ Analyse = Callable[[list[bytes]], I32Array]
 
 
 def compiled_table() -> _chunkc.ChunkTable | None:
-    """A new compiled chunk table (``_chunkc.c``), or ``None`` when it is not built (or is
-    another version); :class:`DictChunks` gives the same codes."""
+    """A new compiled chunk table (``_chunkc.c``), or ``None``: not built, another version,
+    or ``GROUNDKIT_BM25_BUILD=python`` (:class:`DictChunks` gives the same codes)."""
+    if os.environ.get("GROUNDKIT_BM25_BUILD", "").strip().lower() == "python":
+        return None
     try:
         from . import _chunkc
     except ImportError:

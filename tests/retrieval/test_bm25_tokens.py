@@ -39,9 +39,15 @@ def _per_text_terms(texts, analyzer, chunks=None, compiled=None):
     return [Counter(names[t] for t in tids[docs == i]) for i in range(len(texts))]
 
 
-def test_the_compiled_table_is_built_and_chosen():
+def test_the_compiled_table_is_built_and_chosen_unless_the_python_one_is_asked_for(
+        monkeypatch):
+    monkeypatch.delenv("GROUNDKIT_BM25_BUILD", raising=False)
     assert compiled_table() is not None, NOT_BUILT
     assert type(ChunkTerms(Analyzer(), {}).table).__name__ == "CompiledChunks"
+    monkeypatch.setenv("GROUNDKIT_BM25_BUILD", "python")
+    assert compiled_table() is None and type(ChunkTerms(Analyzer(), {}).table) is DictChunks
+    with pytest.raises(RuntimeError, match="not built"):
+        ChunkTerms(Analyzer(), {}, compiled=True)
 
 
 @pytest.mark.parametrize("compiled", TABLES)
