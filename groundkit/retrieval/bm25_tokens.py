@@ -2,8 +2,8 @@
 
 Gives exactly the terms :meth:`Analyzer.analyze` gives, text by text, but works on
 a whole batch at once so that the per-token work is done by C loops
-(``bytes.translate``, ``bytes.split``, dict lookups) rather than the Python regex
-engine:
+(``bytes.translate``, then the compiled chunk table of ``_chunkc.c``, or else
+``bytes.split`` and dict lookups) rather than the Python regex engine:
 
 1. Each text is lowercased (``str.lower`` for non-ASCII text, a byte table for
    ASCII), encoded as UTF-8 and translated through a byte table that keeps word
@@ -14,11 +14,13 @@ engine:
    implements it) would join: ``: ' .`` between two letters, ``, ; . '`` between
    two digits. Joiners next to a non-ASCII byte stay as well; their chunk is
    tokenised by the Unicode tokeniser (step 4). This is vectorised with numpy.
-3. ``bytes.split`` cuts the batch into chunks; a chunk of ASCII bytes is exactly
-   one surface token (or a run of underscores, which is none).
+3. The batch is cut into chunks as ``bytes.split`` cuts it; a chunk of ASCII bytes
+   is exactly one surface token (or a run of underscores, which is none).
 4. Each distinct chunk is analysed once (possessive, stopwords, stemming; a
    non-ASCII chunk goes through :func:`~groundkit.analysis.split_tokens` and may
-   give several terms) and remembered, so a batch costs one dict lookup per chunk.
+   give several terms) and remembered in a chunk table, so a batch costs one
+   lookup per chunk: :class:`CompiledChunks` when the extension is built, else
+   :class:`DictChunks` (the same codes, so the same index).
 
 ``tests/retrieval/test_bm25_tokens.py`` checks the equality with ``analyze`` on
 arbitrary Unicode and on joiner-heavy ASCII text (hypothesis).
