@@ -70,8 +70,9 @@ class McpRun:
             transport, self.home, self.coll.name, secrets.token_hex(16))).call
 
     def rank(self, question: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
+        # Uncollapsed: the twin ranks every copy of a passage, and so must this stage.
         args = {"query": question.text, "collections": [self.coll.name],
-                "top_k": min(depth, MAX_TOP_K), "mode": self.stage.mode}
+                "top_k": min(depth, MAX_TOP_K), "mode": self.stage.mode, "collapse": False}
         t = time.perf_counter_ns()
         out = self._call("search", args)
         self.latencies_ms.append((time.perf_counter_ns() - t) / 1e6)
@@ -110,13 +111,14 @@ class McpRun:
 
 
 def _unshown(hit: dict[str, Any], stored: StoredChunk | None) -> rpt.HitRecord:
-    """A hit below the shown ones, recorded as the direct stages record it (id and score);
-    offsets that disagree with the stored chunk are kept, so they differ."""
+    """A hit below the shown ones, recorded as the direct stages record it (id, score and,
+    this high in the ranking, document); offsets that disagree with the stored chunk are
+    kept, so they differ."""
     agrees = stored is not None and (stored.chunk.start, stored.chunk.end, stored.chunk.doc_id
                                      ) == (hit["start"], hit["end"], hit["path"])
     if agrees:
-        return rpt.HitRecord(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id="", start=0,
-                             end=0, score=hit["score"], text="")
+        return rpt.HitRecord(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id=hit["path"],
+                             start=0, end=0, score=hit["score"], text="")
     return rpt.HitRecord.from_hit({**hit, "text": ""})
 
 

@@ -48,6 +48,83 @@ def split_chunk_id(chunk_id: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSpan:
+    """Where one piece of a text-view span came from in the raw file.
+
+    Markup formats (HTML, EPUB, DOCX, ODT) give ``byte_start``/``byte_end``: a range of
+    the raw bytes of ``part`` (a member of the zip container, ``None`` for the file
+    itself). PDF gives ``page`` (1-based), ``page_start``/``page_end`` (code points of
+    that page's text) and, where the library reports it, ``bbox`` (left, bottom, right,
+    top in PDF points).
+    """
+
+    part: str | None = None
+    byte_start: int | None = None
+    byte_end: int | None = None
+    page: int | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    bbox: tuple[float, float, float, float] | None = None
+    view_start: int | None = None
+    view_end: int | None = None
+    """The text-view code points this piece covers (so a sub-span can be mapped too)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v)
+                for k in self.__slots__ if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Locator:
+    """A chunk's place in its source file beyond the text view's offsets.
+
+    ``format`` names the extractor's format (``pdf``, ``html``, ...); ``spans`` lists
+    the pages or byte ranges the chunk was taken from, in text-view order.
+    """
+
+    format: str
+    spans: tuple[SourceSpan, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "spans": [s.to_dict() for s in self.spans]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Locator:
+        spans = []
+        for item in data.get("spans", ()):
+            bbox = item.get("bbox")
+            spans.append(SourceSpan(**{**item, "bbox": tuple(bbox) if bbox else None}))
+        return cls(format=str(data["format"]), spans=tuple(spans))
+
+    @property
+    def pages(self) -> tuple[int, ...]:
+        """The PDF pages the chunk spans (empty for other formats)."""
+        return tuple(dict.fromkeys(s.page for s in self.spans if s.page is not None))
+
+    def narrow(self, start: int, end: int) -> Locator:
+        """The locator of the text-view sub-span ``[start, end)`` of this one's: the pieces
+        it overlaps, a page piece's offsets moved in by as much as the span is (its box,
+        the chunk's lines', is dropped where it would no longer fit); a byte range is kept
+        whole (the markup around a quote is not mapped finer than its text node)."""
+        kept = []
+        for piece in self.spans:
+            if piece.view_start is None or piece.view_end is None:
+                kept.append(piece)
+                continue
+            if piece.view_end <= start or piece.view_start >= end:
+                continue
+            lead, tail = max(0, start - piece.view_start), max(0, piece.view_end - end)
+            if piece.page is None or piece.page_start is None or piece.page_end is None:
+                kept.append(piece)
+                continue
+            kept.append(SourceSpan(
+                part=piece.part, page=piece.page, page_start=piece.page_start + lead,
+                page_end=piece.page_end - tail, bbox=None if lead or tail else piece.bbox,
+                view_start=piece.view_start + lead, view_end=piece.view_end - tail))
+        return Locator(format=self.format, spans=tuple(kept))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Document:
     """One decoded source file of a collection.
 
@@ -63,6 +140,16 @@ class Document:
     encoding: str
     bom_len: int
     text: str
+    extractor: str = ""
+    """The identity of the extractor that made ``text`` from the raw bytes; empty for a
+    plain-text file, whose text *is* the decoded file."""
+
+    @property
+    def view_key(self) -> str:
+        """What a chunk id hashes for the content: the raw bytes' sha256, and the
+        extractor's identity when the text is an extracted view (another extractor
+        version may cut the same bytes into other text)."""
+        return f"{self.sha256}\0{self.extractor}" if self.extractor else self.sha256
 
     def __post_init__(self) -> None:
         if not self.doc_id or self.doc_id.startswith("/") or "\\" in self.relpath:
@@ -93,6 +180,12 @@ class Chunk:
     text: str
     span_sha256: str
     document: InitVar[str | None] = None
+    extractor: str = ""
+    """The extractor identity of the text view the offsets index (empty: the file's text)."""
+    locator: Locator | None = None
+    """Pages or raw byte ranges the span came from (extracted formats only)."""
+    headings: tuple[str, ...] = ()
+    """The heading path the span sits under, outermost first (``Users › sudo``)."""
 
     def __post_init__(self, document: str | None) -> None:
         if not 0 <= self.start < self.end:
@@ -149,6 +242,20 @@ class Contribution:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Another place a collapsed hit's passage occurs (same text, whitespace and case aside)."""
+
+    path: str
+    chunk_id: str
+    start: int
+    end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "chunk_id": self.chunk_id, "start": self.start,
+                "end": self.end}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hit:
     """A retrieved chunk with its score, 1-based rank and explanation."""
@@ -162,6 +269,8 @@ class Hit:
     """The file's size or mtime differs from what was indexed (or it is gone): a cheap
     hint that the span may have drifted, confirmed by content only with ``verify``.
     ``None`` when it was not looked at."""
+    also_in: tuple[Duplicate, ...] = ()
+    """Lower-ranked hits with the same passage at other places, collapsed into this one."""
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -181,10 +290,13 @@ class Hit:
             "start": c.start, "end": c.end, "utf16_start": c.utf16_start,
             "utf16_end": c.utf16_end, "byte_start": c.byte_start, "byte_end": c.byte_end,
             "start_line": c.start_line, "end_line": c.end_line, "text": c.text,
+            "headings": list(c.headings), "extractor": c.extractor or None,
+            "source": c.locator.to_dict() if c.locator else None,
             "explanation": [{"retriever": e.retriever, "rank": e.rank, "score": e.score,
                              **e.detail} for e in self.explanation],
             "verdict": self.verdict.brief() if self.verdict else None,
             "stale": self.stale,
+            "also_in": [d.to_dict() for d in self.also_in],
         }
 
 
@@ -214,6 +326,11 @@ class Verdict:
     stored_text: str | None = None
     current_text: str | None = None
     relocated: tuple[int, int] | None = None
+    headings: tuple[str, ...] = ()
+    """The cited chunk's heading path (when the chunk is known)."""
+    extractor: str = ""
+    locator: Locator | None = None
+    """The cited chunk's source locator: PDF pages, raw byte ranges (extracted formats)."""
 
     def __post_init__(self) -> None:
         if self.relocated is not None and self.status is not Status.DRIFTED:
@@ -240,4 +357,7 @@ class Verdict:
             "stored_text": self.stored_text,
             "current_text": self.current_text,
             "relocated": list(self.relocated) if self.relocated else None,
+            "headings": list(self.headings),
+            "extractor": self.extractor or None,
+            "source": self.locator.to_dict() if self.locator else None,
         }

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -28,7 +30,10 @@ DEFAULT_INCLUDE: tuple[str, ...] = (
     "*.py", "*.pyi", "*.js", "*.jsx", "*.ts", "*.tsx", "*.java", "*.kt", "*.go", "*.rs",
     "*.c", "*.h", "*.cc", "*.cpp", "*.hpp", "*.cs", "*.rb", "*.php", "*.swift", "*.scala",
     "*.sh", "*.bash", "*.sql", "*.r", "*.R", "*.lua", "*.pl", "*.hs", "*.ex", "*.exs",
-    "*.toml", "*.yaml", "*.yml", "*.ini", "*.cfg", "*.json", "*.csv", "*.html", "*.css",
+    "*.toml", "*.yaml", "*.yml", "*.ini", "*.cfg", "*.json", "*.csv", "*.css",
+    # Extracted formats (groundkit.extract): a file whose extractor is not installed is
+    # skipped with the install command, never silently.
+    "*.html", "*.htm", "*.xhtml", "*.pdf", "*.docx", "*.odt", "*.epub",
 )
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".git/", ".hg/", ".svn/", ".bzr/", "node_modules/", ".venv/", "venv/", "__pycache__/",
@@ -129,6 +134,23 @@ class Skipped:
 
     path: str
     reason: str
+
+    @property
+    def kind(self) -> str:
+        """The reason without its particulars, to count skips by (``binary file``,
+        ``PDF extractor not installed``, ``no text layer``)."""
+        return reason_kind(self.reason)
+
+
+def reason_kind(reason: str) -> str:
+    """``too large (…)`` -> ``too large``; ``unreadable: …`` -> ``unreadable``."""
+    return re.split(r"[:(]", reason, maxsplit=1)[0].strip() or reason
+
+
+def count_by_kind(reasons: Iterable[str]) -> dict[str, int]:
+    """How many skips of each kind, most common first (ties by name)."""
+    counts = Counter(reason_kind(r) for r in reasons)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _matches(relpath: str, patterns: Sequence[str]) -> bool:

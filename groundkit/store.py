@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IntegrityError
-from .model import Chunk
+from .model import Chunk, Locator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_FILE = "store.sqlite3"
 
 _SCHEMA = """
@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS documents (
     generation INTEGER NOT NULL, doc_id TEXT NOT NULL, root TEXT NOT NULL,
     relpath TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL, encoding TEXT NOT NULL, bom_len INTEGER NOT NULL,
+    extractor TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (generation, doc_id)
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -52,7 +53,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     start INTEGER NOT NULL, "end" INTEGER NOT NULL, byte_start INTEGER NOT NULL,
     byte_end INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
     utf16_start INTEGER NOT NULL, utf16_end INTEGER NOT NULL,
-    text TEXT NOT NULL, span_sha256 TEXT NOT NULL
+    text TEXT NOT NULL, span_sha256 TEXT NOT NULL,
+    extractor TEXT NOT NULL DEFAULT '', locator TEXT, headings TEXT
 );
 CREATE TABLE IF NOT EXISTS generation_chunks (
     generation INTEGER NOT NULL, doc_id TEXT NOT NULL, start INTEGER NOT NULL,
@@ -69,8 +71,15 @@ CREATE TABLE IF NOT EXISTS derived_files (
 
 _CHUNK_COLUMNS = (
     "chunk_id, doc_id, doc_sha256, start, \"end\", byte_start, byte_end, "
-    "start_line, end_line, utf16_start, utf16_end, text, span_sha256"
+    "start_line, end_line, utf16_start, utf16_end, text, span_sha256, "
+    "extractor, locator, headings"
 )
+_ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "documents": (("extractor", "TEXT NOT NULL DEFAULT ''"),),
+    "chunks": (("extractor", "TEXT NOT NULL DEFAULT ''"), ("locator", "TEXT"),
+               ("headings", "TEXT")),
+}
+"""Columns schema version 2 added (documents in other formats), and their defaults."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,7 @@ def connect(directory: Path, *, readonly: bool = False) -> sqlite3.Connection:
         except sqlite3.OperationalError:
             # WAL needs a writable -shm file; on a read-only filesystem, open immutable.
             conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True, check_same_thread=False)
+        _shadow_old_tables(conn)
         return conn
     directory.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -101,9 +111,39 @@ def connect(directory: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.executescript(_SCHEMA)
-    if get_meta(conn, "schema_version") is None:
-        set_meta(conn, "schema_version", SCHEMA_VERSION)
+    _migrate(conn)
     return conn
+
+
+def _missing_columns(conn: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
+    have = {row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")}
+    return [(name, decl) for name, decl in _ADDED_COLUMNS[table] if name not in have]
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a store of an older schema to this one (new columns take their defaults:
+    every document of a version-1 store is plain text)."""
+    missing = {table: _missing_columns(conn, table) for table in _ADDED_COLUMNS}
+    if (get_meta(conn, "schema_version") or 0) >= SCHEMA_VERSION and not any(missing.values()):
+        return  # the common case takes no write lock
+    with transaction(conn):
+        for table, columns in missing.items():
+            for name, decl in columns:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+        set_meta(conn, "schema_version", SCHEMA_VERSION)
+
+
+def _shadow_old_tables(conn: sqlite3.Connection) -> None:
+    """A read-only store of an older schema cannot be migrated: a temporary view of each
+    table with the new columns at their defaults stands in front of it, so readers see
+    one shape (a name resolves to the temporary schema first)."""
+    for table in _ADDED_COLUMNS:
+        missing = _missing_columns(conn, table)
+        if missing:
+            defaults = ", ".join(
+                f"{decl.split('DEFAULT ')[1] if 'DEFAULT' in decl else 'NULL'} AS {name}"
+                for name, decl in missing)
+            conn.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {defaults} FROM main.{table}")
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> Any:
@@ -142,6 +182,8 @@ def _row_to_chunk(row: Sequence[Any]) -> Chunk:
         chunk_id=row[0], doc_id=row[1], doc_sha256=row[2], start=row[3], end=row[4],
         byte_start=row[5], byte_end=row[6], start_line=row[7], end_line=row[8],
         utf16_start=row[9], utf16_end=row[10], text=row[11], span_sha256=row[12],
+        extractor=row[13], locator=Locator.from_dict(json.loads(row[14])) if row[14] else None,
+        headings=tuple(json.loads(row[15])) if row[15] else (),
     )
 
 
@@ -149,7 +191,7 @@ def lookup_chunk(conn: sqlite3.Connection, chunk_id: str) -> StoredChunk | None:
     row = conn.execute(
         f"SELECT {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE chunk_id = ?", (chunk_id,)
     ).fetchone()
-    return None if row is None else StoredChunk(_row_to_chunk(row), row[13], row[14])
+    return None if row is None else StoredChunk(_row_to_chunk(row), row[16], row[17])
 
 
 def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[StoredChunk]:
@@ -161,7 +203,7 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Sto
         f"SELECT rowid, {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE rowid IN ({marks})",
         [int(r) for r in rowids],
     ).fetchall()
-    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[14], r[15]) for r in rows}
+    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[17], r[18]) for r in rows}
     return [by_id[int(r)] for r in rowids]
 
 
@@ -211,13 +253,17 @@ def iter_generation_chunks(conn: sqlite3.Connection, generation: int) -> Iterato
         yield _row_to_chunk(row)
 
 
-ChunkRow = tuple[str, str, str, int, int, int, int, int, int, int, int, str, str]
+ChunkRow = tuple[str, str, str, int, int, int, int, int, int, int, int, str, str,
+                 str, str | None, str | None]
 """A chunk as a plain tuple in ``_CHUNK_COLUMNS`` order (cheap to pass between processes)."""
 
 
 def chunk_row(c: Chunk) -> ChunkRow:
     return (c.chunk_id, c.doc_id, c.doc_sha256, c.start, c.end, c.byte_start, c.byte_end,
-            c.start_line, c.end_line, c.utf16_start, c.utf16_end, c.text, c.span_sha256)
+            c.start_line, c.end_line, c.utf16_start, c.utf16_end, c.text, c.span_sha256,
+            c.extractor,
+            json.dumps(c.locator.to_dict(), sort_keys=True) if c.locator else None,
+            json.dumps(list(c.headings), ensure_ascii=False) if c.headings else None)
 
 
 def insert_chunks(
@@ -236,7 +282,7 @@ def insert_chunks(
     before = conn.total_changes
     conn.executemany(
         f"INSERT OR IGNORE INTO chunks (rowid, {_CHUNK_COLUMNS}, root, relpath) "
-        f"VALUES ({', '.join('?' * 16)})",
+        f"VALUES ({', '.join('?' * 19)})",
         [(first + i, *row, root, relpath) for i, row in enumerate(rows)],
     )
     if conn.total_changes - before == len(rows):

@@ -13,6 +13,13 @@ is a :class:`~groundkit.model.Verdict` with a reason.
 
 The comparison is by content, never by size or mtime: an edit that keeps both
 is still caught.
+
+A chunk of an extracted format (PDF, HTML, DOCX, ...) indexes the file's *text view*.
+An unchanged file (the same sha256) verifies at once: its view is what was indexed.
+A changed one is extracted again and the span compared in the new view, but only by
+the extractor that indexed it (its recorded identity): a file that changed format, an
+extractor that is no longer installed, or one of another version is *unresolvable*
+with the reason and what to do (re-index), never a verdict from a different view.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import DecodeError
+from . import extract
+from .errors import DecodeError, MissingDependencyError
 from .model import Chunk, Status, Verdict
 from .sources import decode_bytes, lies_under, read_fd
 from .store import StoredChunk
@@ -36,6 +44,8 @@ def unresolvable(chunk_id: str, reason: str, stored: StoredChunk | None = None) 
         chunk_id=chunk_id, status=Status.UNRESOLVABLE, reason=reason,
         doc_id=chunk.doc_id if chunk else None, start=chunk.start if chunk else None,
         end=chunk.end if chunk else None, stored_text=chunk.text if chunk else None,
+        headings=chunk.headings if chunk else (), extractor=chunk.extractor if chunk else "",
+        locator=chunk.locator if chunk else None,
     )
 
 
@@ -145,7 +155,8 @@ def _verdict(
     return Verdict(
         chunk_id=chunk.chunk_id, status=status, reason=reason, doc_id=chunk.doc_id,
         start=chunk.start, end=chunk.end, stored_text=chunk.text, current_text=current_text,
-        relocated=relocated,
+        relocated=relocated, headings=chunk.headings, extractor=chunk.extractor,
+        locator=chunk.locator,
     )
 
 
@@ -165,6 +176,7 @@ def verify_all(stored: Sequence[StoredChunk], *, max_bytes: int) -> list[Verdict
     them, so they are judged against the same bytes.
     """
     files: dict[tuple[str, str], tuple[bytes | Unreadable, str | None]] = {}
+    views: dict[tuple[str, str, str], str | Unreadable] = {}  # changed files, extracted once
     roots: dict[str, str] = {}  # each root resolved once a call, each file resolved apart
     verdicts = []
     for item in stored:
@@ -175,21 +187,32 @@ def verify_all(stored: Sequence[StoredChunk], *, max_bytes: int) -> list[Verdict
             data = read_inside(item.root, item.relpath, max_bytes, real_root=roots[item.root])
             digest = None if isinstance(data, Unreadable) else hashlib.sha256(data).hexdigest()
             files[where] = (data, digest)
-        verdicts.append(_judge(item, *files[where]))
+        verdicts.append(_judge(item, *files[where], views))
     return verdicts
 
 
-def _judge(stored: StoredChunk, data: bytes | Unreadable, digest: str | None) -> Verdict:
-    """The verdict on ``stored`` given its file's bytes now (and their sha256)."""
+def _judge(stored: StoredChunk, data: bytes | Unreadable, digest: str | None,
+           views: dict[tuple[str, str, str], str | Unreadable]) -> Verdict:
+    """The verdict on ``stored`` given its file's bytes now (and their sha256);
+    ``views`` keeps the text views of changed files extracted so far in this call."""
     chunk = stored.chunk
     if isinstance(data, Unreadable):
         return unresolvable(chunk.chunk_id, data.reason, stored)
     if digest == chunk.doc_sha256:
         return _verdict(chunk, Status.VERIFIED, "file unchanged since indexing", chunk.text)
-    try:
-        text = decode_bytes(data).text
-    except DecodeError as exc:
-        return unresolvable(chunk.chunk_id, f"file no longer decodes: {exc}", stored)
+    if chunk.extractor:
+        key = (stored.root, stored.relpath, chunk.extractor)
+        if key not in views:
+            views[key] = _view_text(stored, data)
+        text_or_reason = views[key]
+        if isinstance(text_or_reason, Unreadable):
+            return unresolvable(chunk.chunk_id, text_or_reason.reason, stored)
+        text = text_or_reason
+    else:
+        try:
+            text = decode_bytes(data).text
+        except DecodeError as exc:
+            return unresolvable(chunk.chunk_id, f"file no longer decodes: {exc}", stored)
     current = text[chunk.start : chunk.end]
     if current == chunk.text:
         return _verdict(
@@ -206,3 +229,31 @@ def _judge(stored: StoredChunk, data: bytes | Unreadable, digest: str | None) ->
         chunk, Status.DRIFTED, "the cited text moved; it occurs once at the relocated offsets",
         current or None, (first, first + len(chunk.text)),
     )
+
+
+def _view_text(stored: StoredChunk, data: bytes) -> str | Unreadable:
+    """The text view of a changed file, made by the extractor that indexed it, or why
+    it cannot be: the view of another format or extractor version would compare the
+    cited span with text the index never saw."""
+    indexed = stored.chunk.extractor
+    fmt = indexed.split("/", 1)[0]
+    try:
+        now = extract.for_file(stored.relpath, data)
+    except DecodeError as exc:
+        return Unreadable(f"file no longer extracts: {exc}")
+    if now != fmt:
+        return Unreadable(f"file changed format (indexed as {fmt.upper()}, now "
+                          f"{(now or 'plain text').upper()}): re-index the collection")
+    try:
+        installed = extract.identity_of(fmt)
+    except MissingDependencyError:
+        return Unreadable(f"the file changed and {extract.install_hint(fmt)}")
+    if installed != indexed:
+        return Unreadable(f"the file changed, and the installed extractor ({installed}) is "
+                          f"not the one that indexed it ({indexed}): re-index the collection")
+    try:
+        return extract.extract(fmt, data).text
+    except DecodeError as exc:  # ExtractError included
+        return Unreadable(f"file no longer extracts: {exc}")
+    except MissingDependencyError:
+        return Unreadable(f"the file changed and {extract.install_hint(fmt)}")

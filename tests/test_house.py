@@ -22,7 +22,7 @@ LONG_MARK = "# long:"
 
 LAYERS: dict[str, int] = {
     "groundkit.errors": 0, "groundkit.model": 0, "groundkit.progress": 0, "groundkit.faults": 0,
-    "groundkit.text": 1, "groundkit.sources": 1,
+    "groundkit.text": 1, "groundkit.sources": 1, "groundkit.extract": 1,
     "groundkit.store": 2,
     "groundkit.embeddings": 3,
     "groundkit.retrieval": 4, "groundkit.verify": 4,

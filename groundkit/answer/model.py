@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidSpanError
-from ..model import OFFSET_UNIT, Chunk, Hit, Status, utf16_len
+from ..model import OFFSET_UNIT, Chunk, Hit, Locator, Status, utf16_len
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +37,9 @@ class Citation:
     verdict: str
     passage: int
     """The number of the passage it was cited from (1-based)."""
+    headings: tuple[str, ...] = ()
+    locator: Locator | None = None
+    """Where the quote came from in an extracted format (its PDF pages and page offsets)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "chunk_id": self.chunk_id, "path": self.path,
@@ -44,7 +47,19 @@ class Citation:
                 "utf16_start": self.utf16_start, "utf16_end": self.utf16_end,
                 "byte_start": self.byte_start, "byte_end": self.byte_end,
                 "start_line": self.start_line, "end_line": self.end_line, "text": self.text,
-                "verdict": self.verdict, "passage": self.passage}
+                "verdict": self.verdict, "passage": self.passage,
+                "headings": list(self.headings),
+                "source": self.locator.to_dict() if self.locator else None}
+
+    def page_location(self, document_index: int) -> dict[str, Any] | None:
+        """The citation as an Anthropic Citations ``page_location`` (PDF pages, the end page
+        exclusive), or ``None`` when it did not come from PDF pages."""
+        pages = self.locator.pages if self.locator else ()
+        if not pages:
+            return None
+        return {"type": "page_location", "cited_text": self.text,
+                "document_index": document_index, "document_title": self.path,
+                "start_page_number": pages[0], "end_page_number": pages[-1] + 1}
 
     def char_location(self, document_index: int) -> dict[str, Any]:
         """The citation as an Anthropic Citations ``char_location`` over the whole file
@@ -91,7 +106,8 @@ class Passage:
             utf16_end=c.utf16_start + utf16_len(before) + utf16_len(quoted),
             byte_start=byte_start, byte_end=byte_end, start_line=first,
             end_line=first + quoted.rstrip("\n").count("\n"), text=quoted,
-            verdict=self.verdict.value, passage=self.number)
+            verdict=self.verdict.value, passage=self.number, headings=c.headings,
+            locator=c.locator.narrow(c.start + start, c.start + end) if c.locator else None)
 
     def search_result(self) -> dict[str, Any]:
         """The passage as an Anthropic ``search_result`` content block."""
@@ -169,6 +185,8 @@ class Answer:
                 "cited_documents": cited,
                 "char_locations": [c.char_location(cited.index(c.path))
                                    for c in self.citations],
+                "page_locations": [page for c in self.citations
+                                   if (page := c.page_location(cited.index(c.path)))],
                 "search_results": [p.search_result() for p in self.passages],
             },
             **self.extra,

@@ -53,6 +53,8 @@ def _index(p: argparse.ArgumentParser) -> Handler:
                   f"unchanged {report.unchanged}, skipped {len(report.skipped)}")
             for s in report.skipped:
                 print(f"  skipped {s.path}: {s.reason}")
+            for kind, n in data["skipped_by_reason"].items():
+                print(f"  skipped {n} × {kind}")
 
         emit(args, data, human)
         return 0
@@ -146,12 +148,17 @@ def _fetch(p: argparse.ArgumentParser) -> Handler:
     p.add_argument("chunk_id", metavar="CHUNK_ID", help="an id such as notes:3f2a…")
 
     def run(args: argparse.Namespace) -> int:
+        from .render import source_place
+
         verdict = fetch_chunk(args.chunk_id, args.home)
 
         def human() -> None:
             print(f"{verdict.status.value}: {verdict.reason}")
             if verdict.doc_id is not None:
-                print(f"  {verdict.doc_id} [{verdict.start}, {verdict.end}) code points")
+                print(f"  {verdict.doc_id} [{verdict.start}, {verdict.end}) code points"
+                      + (f" ({source_place(verdict.locator)})" if verdict.locator else ""))
+            if verdict.headings:
+                print("  " + " › ".join(verdict.headings))
             if verdict.relocated:
                 print(f"  relocated to [{verdict.relocated[0]}, {verdict.relocated[1]})")
             if verdict.current_text is not None:
@@ -202,8 +209,12 @@ def _print_status(results: list[dict[str, Any]]) -> None:
             state = f"STALE: {c['stale']}" if c["stale"] else "current"
             print(f"  calibrated {c['mode']}: n0 = {c['n0']}, alpha = {c['alpha']:g}, "
                   f"{c['created_at']} ({state})")
+        if s.get("formats"):
+            print("  formats: " + ", ".join(f"{n} {fmt}" for fmt, n in s["formats"].items()))
         for item in s["skipped"]:
             print(f"  skipped {item['path']}: {item['reason']}")
+        for kind, n in s.get("skipped_by_reason", {}).items():
+            print(f"  skipped {n} × {kind}")
         for kind, paths in s.get("changed_since_indexing", {}).items():
             for path in paths:
                 print(f"  {kind} since indexing: {path}")
@@ -259,6 +270,9 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
                    help="show how each hit was scored (per-term idf/tf/length for bm25)")
     p.add_argument("--verify", action="store_true", help="re-read each hit's span and show "
                    "its verdict")
+    p.add_argument("--no-collapse", dest="collapse", action="store_false",
+                   help="show every copy of a passage found at several places (by default "
+                   "they fold into the best hit's also_in)")
     abstain_arguments(p)
     rerank_arguments(p)
 
@@ -273,7 +287,8 @@ def _search(p: argparse.ArgumentParser) -> Handler:
         if args.alpha is not None and not args.abstain:
             raise UsageError("--alpha applies with --abstain only")
         options = {"top_k": args.top_k, "mode": args.mode, "score_threshold": args.score_threshold,
-                   "explain": args.explain, "verify": args.verify, **mode_options(args)}
+                   "explain": args.explain, "verify": args.verify, "collapse": args.collapse,
+                   **mode_options(args)}
         with Collection.open(args.collection, args.home) as coll:
             options.update(rerank_options(args, coll))
             if args.abstain:

@@ -6,7 +6,7 @@ import re
 import sys
 from collections.abc import Collection
 
-from ..model import Hit
+from ..model import Chunk, Hit, Locator
 from ..retrieval.gate import Decision
 from ..text.analysis import Analyzer
 
@@ -38,6 +38,27 @@ def snippet(text: str, terms: Collection[str], analyzer: Analyzer) -> str:
     return ("…" if start else "") + piece + ("…" if start + SNIPPET < len(text) else "")
 
 
+def where(c: Chunk) -> str:
+    """Where a chunk is, as a person looks for it: lines of a text file, pages of a PDF,
+    the byte range (and zip member) of a markup file."""
+    if c.locator is None:
+        return f"{c.doc_id}:{c.start_line}-{c.end_line}"
+    place = source_place(c.locator)
+    return f"{c.doc_id} {place}" if place else c.doc_id
+
+
+def source_place(locator: Locator) -> str:
+    """``p. 41-42`` for PDF pages; ``bytes 1804-2930`` (``in OEBPS/ch1.xhtml``) else."""
+    pages = locator.pages
+    if pages:
+        return f"p. {pages[0]}" + (f"-{pages[-1]}" if len(pages) > 1 else "")
+    first = locator.spans[0] if locator.spans else None
+    if first is None or first.byte_start is None:
+        return ""
+    part = f" in {first.part}" if first.part else ""
+    return f"bytes {first.byte_start}-{first.byte_end}{part}"
+
+
 def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
                explain: bool = False) -> None:
     tty = sys.stdout.isatty()
@@ -49,8 +70,12 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
         verdict = f"  [{hit.verdict.status.value}]" if hit.verdict else ""
         if hit.stale and not hit.verdict:
             verdict = "  [stale: file changed since indexing]"
-        print(f"{hit.rank:>3}. {c.doc_id}:{c.start_line}-{c.end_line}  "
+        print(f"{hit.rank:>3}. {where(c)}  "
               f"[{c.start}, {c.end}) code points  score {hit.score:.4f}{verdict}")
+        if c.headings:
+            print("     " + " › ".join(c.headings))
+        if hit.also_in:
+            print(f"     also in: {', '.join(d.path for d in hit.also_in)}")
         print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
         if explain:
             for e in hit.explanation:

@@ -17,7 +17,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from .. import store
 from ..sources import Candidate, Skipped, discover_paths
 
 Found = list[tuple[str, Candidate]]
@@ -89,7 +91,7 @@ def carry_clean(conn: sqlite3.Connection, source: int, target: int,
     conn.executemany("INSERT INTO temp.clean_docs VALUES (?)", clean)
     conn.execute(
         "INSERT INTO documents SELECT ?, doc_id, root, relpath, sha256, size, mtime_ns, "
-        "encoding, bom_len FROM documents WHERE generation = ? "
+        "encoding, bom_len, extractor FROM documents WHERE generation = ? "
         "AND doc_id IN (SELECT doc_id FROM temp.clean_docs)", (target, source))
     chunks = conn.execute(
         "INSERT INTO generation_chunks (generation, doc_id, start, chunk_rowid) "
@@ -101,3 +103,22 @@ def carry_clean(conn: sqlite3.Connection, source: int, target: int,
     conn.executemany("INSERT INTO skipped (generation, path, reason) VALUES (?, ?, ?)", kept)
     conn.execute("DELETE FROM temp.clean_docs")
     return len(clean), chunks
+
+
+def reusable(
+    conn: sqlite3.Connection, previous: int | None, settings: dict[str, Any]
+) -> dict[str, tuple[str, int, str]]:
+    """doc_id -> (sha256, generation, extractor identity) of the previous generation's
+    documents, whose chunks a run (full or not) carries over when bytes and extractor are
+    unchanged."""
+    if previous is None:
+        return {}
+    old = store.generation_config(conn, previous)
+    same_chunking = old.get("chunker") == settings["chunker"]
+    rows = conn.execute(
+        "SELECT doc_id, sha256, extractor FROM documents WHERE generation = ?", (previous,)
+    ).fetchall()
+    # Documents are always tracked (for the removed count); chunks are reused
+    # only when the chunker settings are unchanged.
+    return {doc_id: (sha if same_chunking else "", previous, extractor)
+            for doc_id, sha, extractor in rows}

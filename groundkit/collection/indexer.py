@@ -29,6 +29,7 @@ from ..sources import (
     DEFAULT_MAX_BYTES,
     Candidate,
     Skipped,
+    count_by_kind,
     discover,
 )
 from ..text.chunking import ChunkerConfig
@@ -104,6 +105,7 @@ class IndexReport:
             "added": self.added, "changed": self.changed, "removed": self.removed,
             "unchanged": self.unchanged, "chunks": self.chunks, "bytes_read": self.bytes_read,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "skipped_by_reason": count_by_kind(s.reason for s in self.skipped),
         }
 
 
@@ -213,7 +215,7 @@ def _run(
         )
     generation = int(cur.lastrowid or 0)
     report = IndexReport(collection=name, generation=generation)
-    reusable = _reusable(conn, previous, settings)
+    reusable = incremental.reusable(conn, previous, settings)
     plan = _incremental_plan(conn, previous, settings, roots, dirty)
     if plan is None:
         candidates = _discover_all(roots, config, skip_dirs, report)
@@ -271,22 +273,6 @@ def _incremental_plan(
     return incremental.classify(roots, root_labels(roots), dirty)
 
 
-def _reusable(
-    conn: sqlite3.Connection, previous: int | None, settings: dict[str, Any]
-) -> dict[str, tuple[str, int]]:
-    """doc_id -> (sha256, generation) of documents whose chunks can be carried over."""
-    if previous is None:
-        return {}
-    old = store.generation_config(conn, previous)
-    same_chunking = old.get("chunker") == settings["chunker"]
-    rows = conn.execute(
-        "SELECT doc_id, sha256 FROM documents WHERE generation = ?", (previous,)
-    ).fetchall()
-    # Documents are always tracked (for the removed count); chunks are reused
-    # only when the chunker settings are unchanged.
-    return {doc_id: (sha if same_chunking else "", previous) for doc_id, sha in rows}
-
-
 def _discover_all(
     roots: tuple[str, ...], config: IndexConfig, skip_dirs: tuple[Path, ...],
     report: IndexReport,
@@ -309,7 +295,7 @@ def _store_file(
     conn: sqlite3.Connection,
     generation: int,
     done: ingest.Prepared,
-    reusable: dict[str, tuple[str, int]],
+    reusable: dict[str, tuple[str, int, str]],
     report: IndexReport,
 ) -> None:
     job = done.job
@@ -320,17 +306,17 @@ def _store_file(
         # Same bytes as before: same encoding, same BOM, same chunks.
         source = reusable[job.doc_id][1]
         conn.execute(
-            "INSERT INTO documents SELECT ?, doc_id, ?, ?, sha256, size, ?, encoding, bom_len "
-            "FROM documents WHERE generation = ? AND doc_id = ?",
+            "INSERT INTO documents SELECT ?, doc_id, ?, ?, sha256, size, ?, encoding, bom_len, "
+            "extractor FROM documents WHERE generation = ? AND doc_id = ?",
             (generation, job.root, job.relpath, job.mtime_ns, source, job.doc_id),
         )
         report.unchanged += 1
         report.chunks += store.carry_document(conn, source, generation, job.doc_id)
         return
     conn.execute(
-        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (generation, job.doc_id, job.root, job.relpath, job.sha256, len(job.data),
-         job.mtime_ns, done.encoding, done.bom_len),
+         job.mtime_ns, done.encoding, done.bom_len, done.extractor),
     )
     if job.doc_id in reusable:
         report.changed += 1

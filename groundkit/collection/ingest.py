@@ -20,10 +20,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import store
-from ..errors import DecodeError
+from .. import extract, store
+from ..errors import DecodeError, MissingDependencyError
+from ..extract import ExtractError, TextView
+from ..extract.markdown import headings as markdown_headings
+from ..extract.markdown import is_markdown
 from ..model import Document
-from ..sources import Candidate, Skipped, decode_bytes, read_fd
+from ..sources import Candidate, Decoded, Skipped, decode_bytes, read_fd
 from ..text.chunking import ChunkerConfig, make_chunks
 
 WINDOW = 32
@@ -41,6 +44,10 @@ class Job:
     data: bytes
     sha256: str
     carry: bool
+    format: str | None = None
+    """The extractor's format (``pdf``, ``html``, ...); ``None`` for plain text."""
+    extractor: str = ""
+    """That extractor's identity, recorded with the document."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +57,23 @@ class Prepared:
     bom_len: int = 0
     rows: tuple[store.ChunkRow, ...] = ()
     error: str | None = None
+    extractor: str = ""
 
 
 def read_jobs(
     candidates: list[tuple[str, Candidate]],
     max_bytes: int,
-    reusable: dict[str, tuple[str, int]],
+    reusable: dict[str, tuple[str, int, str]],
     skipped: list[Skipped],
 ) -> Iterator[Job]:
-    """Read and hash each file; unreadable ones are appended to ``skipped``.
+    """Read and hash each file and choose its extractor; a file that cannot be read, or
+    whose extractor is not installed, is appended to ``skipped`` with the reason.
 
-    ``reusable`` maps a document id to the content hash (and generation) whose
-    chunks can be carried over unchanged.
+    ``reusable`` maps a document id to the content hash, generation and extractor
+    identity whose chunks can be carried over unchanged: a file is carried only when its
+    bytes and the extractor that would read them are both the same.
     """
+    identities: dict[str, str] = {}
     for label, cand in candidates:
         doc_id = label + cand.relpath
         try:
@@ -70,27 +81,49 @@ def read_jobs(
         except OSError as exc:
             skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
             continue
+        try:
+            fmt = extract.for_file(cand.relpath, data)
+            if fmt is not None and fmt not in identities:
+                identities[fmt] = extract.identity_of(fmt)
+        except ExtractError as exc:
+            skipped.append(Skipped(doc_id, str(exc)))
+            continue
+        except MissingDependencyError:
+            skipped.append(Skipped(doc_id, extract.install_hint(str(fmt))))
+            continue
+        identity = identities[fmt] if fmt is not None else ""
         sha = hashlib.sha256(data).hexdigest()
         old = reusable.get(doc_id)
         yield Job(doc_id, str(cand.root), cand.relpath, cand.mtime_ns, data, sha,
-                   carry=old is not None and old[0] == sha)
+                  carry=old is not None and old[0] == sha and old[2] == identity,
+                  format=fmt, extractor=identity)
 
 
 def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
-    """Decode and chunk one changed file. Runs in a worker process."""
+    """Decode (or extract) and chunk one changed file. Runs in a worker process."""
     if job.carry:
         return Prepared(job)
+    view: TextView | None = None
     try:
-        decoded = decode_bytes(job.data)
-    except DecodeError as exc:
+        if job.format is None:
+            decoded = decode_bytes(job.data)
+            if is_markdown(job.relpath):
+                view = TextView(decoded.text, "markdown", headings=markdown_headings(
+                    decoded.text))
+        else:
+            view = extract.extract(job.format, job.data)
+            decoded = Decoded(view.text, "utf-8", 0)
+    except DecodeError as exc:  # ExtractError included
         return Prepared(job, error=str(exc))
+    except MissingDependencyError:
+        return Prepared(job, error=extract.install_hint(job.format or ""))
     document = Document(
         doc_id=job.doc_id, root=job.root, relpath=job.relpath, sha256=job.sha256,
         size=len(job.data), encoding=decoded.encoding, bom_len=decoded.bom_len,
-        text=decoded.text,
+        text=decoded.text, extractor=job.extractor,
     )
-    rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker))
-    return Prepared(job, decoded.encoding, decoded.bom_len, rows)
+    rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker, view))
+    return Prepared(job, decoded.encoding, decoded.bom_len, rows, extractor=job.extractor)
 
 
 @contextmanager

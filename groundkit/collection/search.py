@@ -13,15 +13,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..model import Hit
+from ..model import Duplicate, Hit
+from ..retrieval import collapse as collapse_ranking
 from ..retrieval import gate, modes
 from ..retrieval.base import Retriever, Scored
+from ..retrieval.collapse import passage_key
 from ..retrieval.lexical import BM25Retriever
 from ..retrieval.modes import DEFAULT_MODE
 from ..retrieval.rerank import DEPTH as RERANK_DEPTH
 from ..retrieval.rerank import Reranker
 from ..retrieval.rerank import rerank as reranked
 from ..retrieval.signals import TOP, Evidence
+from ..store import StoredChunk
 from ..text.analysis import check_query
 from . import calibration, freshness
 from .snapshot import Snapshot
@@ -41,6 +44,7 @@ def search(
     rerank: Reranker | None = None,
     rerank_depth: int = RERANK_DEPTH,
     rerank_method: str = "replace",
+    collapse: bool = True,
     **options: Any,
 ) -> list[Hit]:
     """The ``top_k`` best chunks for ``query``, best first; ``[]`` when nothing matches.
@@ -49,12 +53,46 @@ def search(
     every hit's span now, with the collection's size limit. With ``rerank`` the
     mode's top ``rerank_depth`` are re-scored by the cross-encoder and reordered
     (``rerank_method``: ``replace`` or ``rrf``; :mod:`groundkit.retrieval.rerank`).
+    With ``collapse`` (the default) a passage found again at another place (the same
+    text, whitespace and case aside: one README installed in six folders) is folded
+    into its best-ranked hit's ``also_in``, and the list is filled up to ``top_k``
+    distinct passages from deeper in the ranking.
     """
     retriever = _retriever(snap, query, top_k, mode, options)
     if rerank is not None:
         retriever = Reranked(retriever, snap, rerank, depth=rerank_depth, method=rerank_method)
-    scored = retriever.search(query, top_k, score_threshold=score_threshold, explain=explain)
-    return _hits(snap, scored, verify)
+
+    def ranked(depth: int) -> list[tuple[Scored, StoredChunk]]:
+        scored = retriever.search(query, depth, score_threshold=score_threshold,
+                                  explain=explain)
+        return list(zip(scored, snap.stored_chunks([s.position for s in scored]), strict=True))
+
+    if not collapse:
+        scored, stored = _unzipped(ranked(top_k))
+        return _hits(snap, scored, stored, verify)
+    found, kept, also = collapse_ranking.deepened(
+        ranked, lambda pairs: [passage_key(item.chunk.text) for _, item in pairs], top_k,
+        limit=MAX_TOP_K)
+    scored, stored = _unzipped(found)
+    return _hits(snap, [scored[i] for i in kept], [stored[i] for i in kept], verify,
+                 [_duplicates(stored, also[i]) for i in kept])
+
+
+def collapsed(stored: Sequence[StoredChunk]) -> tuple[list[int], dict[int, tuple[Duplicate, ...]]]:
+    """Positions of the first hit of each distinct passage, and where each one recurs
+    (:func:`groundkit.retrieval.collapse.distinct` over the chunks' texts)."""
+    kept, also = collapse_ranking.distinct([passage_key(item.chunk.text) for item in stored])
+    return kept, {i: _duplicates(stored, later) for i, later in also.items()}
+
+
+def _duplicates(stored: Sequence[StoredChunk], later: Sequence[int]) -> tuple[Duplicate, ...]:
+    return tuple(Duplicate(c.doc_id, c.chunk_id, c.start, c.end)
+                 for c in (stored[i].chunk for i in later))
+
+
+def _unzipped(pairs: Sequence[tuple[Scored, StoredChunk]]
+              ) -> tuple[list[Scored], list[StoredChunk]]:
+    return [s for s, _ in pairs], [item for _, item in pairs]
 
 
 class Reranked:
@@ -86,15 +124,16 @@ def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,
     return modes.make_retriever(snap, mode, options)
 
 
-def _hits(snap: Snapshot, scored: Sequence[Scored], verify: bool) -> list[Hit]:
-    stored = snap.stored_chunks([s.position for s in scored])
+def _hits(snap: Snapshot, scored: Sequence[Scored], stored: Sequence[StoredChunk],
+          verify: bool, also: Sequence[tuple[Duplicate, ...]] | None = None) -> list[Hit]:
     changed = freshness.stale(snap, (item.chunk.doc_id for item in stored))
     verdicts = snap.verify_all(stored) if verify else [None] * len(stored)
+    duplicates = also if also is not None else [()] * len(stored)
     return [
         Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation,
-            verdict=verdict, stale=changed[item.chunk.doc_id])
-        for rank, (s, item, verdict) in enumerate(zip(scored, stored, verdicts, strict=True),
-                                                  start=1)
+            verdict=verdict, stale=changed[item.chunk.doc_id], also_in=dups)
+        for rank, (s, item, verdict, dups) in enumerate(
+            zip(scored, stored, verdicts, duplicates, strict=True), start=1)
     ]
 
 
@@ -147,11 +186,20 @@ def _bm25_ranking(snap: Snapshot, query: str, mode: str, evidence: Evidence,
             or not (isinstance(top_k, int) and top_k <= TOP)):
         return None
     rest = {k: v for k, v in options.items()
-            if k not in ("top_k", "score_threshold", "explain", "verify")}
+            if k not in ("top_k", "score_threshold", "explain", "verify", "collapse")}
     retriever = _retriever(snap, query, top_k, mode, rest)  # the same checks as search
     if not isinstance(retriever, BM25Retriever):  # pragma: no cover - bm25 mode's retriever
         return None
     threshold = options.get("score_threshold")
-    ranked = [h for h in evidence.lexical.top[:top_k] if threshold is None or h[1] >= threshold]
+    ranked = [h for h in evidence.lexical.top if threshold is None or h[1] >= threshold]
     scored = retriever.scored(query, ranked, explain=bool(options.get("explain")))
-    return _hits(snap, scored, bool(options.get("verify", False)))
+    stored = snap.stored_chunks([s.position for s in scored])
+    verify = bool(options.get("verify", False))
+    if not options.get("collapse", True):
+        return _hits(snap, scored[:top_k], stored[:top_k], verify)
+    kept, also = collapsed(stored)
+    if len(kept) < top_k and len(evidence.lexical.top) >= TOP:
+        return None  # fewer distinct passages than asked for: the search looks deeper
+    kept = kept[:top_k]
+    return _hits(snap, [scored[i] for i in kept], [stored[i] for i in kept], verify,
+                 [also[i] for i in kept])

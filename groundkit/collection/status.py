@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from .. import store
 from ..errors import CalibrationError
 from ..retrieval.gate import Calibration
 from ..retrieval.modes import MODES
-from ..sources import Candidate, discover
+from ..sources import Candidate, count_by_kind, discover
 from ..verify import Unreadable, read_inside
 from . import calibration, gc
 from .gc import Reclaimable
@@ -69,6 +69,8 @@ class CollectionStatus:
     embedding: dict[str, Any] | None
     last_run: dict[str, Any] | None
     skipped: tuple[SkippedFile, ...]
+    formats: dict[str, int] = field(default_factory=dict)
+    """Documents per format (``text`` for plain files, else the extractor's format)."""
     calibrations: tuple[CalibrationInfo, ...] = ()
     changed_since_indexing: Changes | None = None
     """``None`` unless changes were looked for."""
@@ -82,6 +84,7 @@ class CollectionStatus:
         out = asdict(self)
         out["roots"] = list(self.roots)
         out["skipped"] = [asdict(s) for s in self.skipped]
+        out["skipped_by_reason"] = count_by_kind(s.reason for s in self.skipped)
         out["calibrations"] = [asdict(c) for c in self.calibrations]
         out["reclaimable"] = None if self.reclaimable is None else self.reclaimable.to_dict()
         if self.changed_since_indexing is None:
@@ -97,6 +100,10 @@ def collection_status(snap: Snapshot, *, changes: bool = True) -> CollectionStat
     conn, gen, config = snap.conn, snap.generation, snap.config
     documents = dict(
         conn.execute("SELECT doc_id, sha256 FROM documents WHERE generation = ?", (gen,)))
+    formats = dict(conn.execute(
+        "SELECT CASE extractor WHEN '' THEN 'text' ELSE substr(extractor, 1, "
+        "instr(extractor, '/') - 1) END AS format, COUNT(*) FROM documents "
+        "WHERE generation = ? GROUP BY format ORDER BY COUNT(*) DESC, format", (gen,)))
     skipped = tuple(SkippedFile(path=p, reason=r) for p, r in conn.execute(
         "SELECT path, reason FROM skipped WHERE generation = ? ORDER BY path", (gen,)))
     created, stats = conn.execute(
@@ -107,7 +114,7 @@ def collection_status(snap: Snapshot, *, changes: bool = True) -> CollectionStat
         roots=tuple(config["roots"]), chunker=config["chunker"],
         analyzer=config.get("analyzer"), bm25=config.get("bm25"),
         embedding=config.get("embedding"), last_run=json.loads(stats) if stats else None,
-        skipped=skipped, calibrations=_calibrations(snap),
+        skipped=skipped, formats=formats, calibrations=_calibrations(snap),
         changed_since_indexing=_changes(snap, documents, skipped) if changes else None,
         gc=(collecting := gc.settings(config.get("gc"), None)),
         reclaimable=gc.reclaimable(conn, snap.directory, collecting["keep"]))

@@ -20,6 +20,7 @@ from ..collection.derived import analyzer_of, bm25_params_of
 from ..collection.status import CollectionStatus
 from ..model import Hit, Verdict
 from ..retrieval.modes import DEFAULT_MODE, MODES
+from ..sources import count_by_kind
 from ..text.analysis import MAX_QUERY_CHARS
 
 MAX_TOP_K = 50
@@ -56,6 +57,9 @@ Mode = Annotated[ModeName, Field(  # type: ignore[valid-type]
     + ". A mode the collection cannot serve is an error, never silently replaced by another.")]
 Verify = Annotated[bool, Field(description="Re-read every hit's span from its file now and "
                                            "attach a verdict.")]
+Collapse = Annotated[bool, Field(description="Fold a passage found again at other places "
+                                 "(the same text, whitespace and case aside) into its best "
+                                 "hit's also_in; false lists every copy.")]
 Abstain = Annotated[bool, Field(description=(
     "Ask each collection's calibrated abstention gate first: a collection whose gate says its "
     "documents do not answer the query contributes no hits, and its decision (p-value, alpha, "
@@ -91,6 +95,33 @@ class HitVerdict(_Out):
     relocated_end: int | None
 
 
+class SourceSpanOut(_Out):
+    part: str | None = Field(default=None, description="The member of a zip container "
+                             "(DOCX, ODT, EPUB) the text came from; absent for the file itself.")
+    byte_start: int | None = Field(default=None, description="Raw bytes of the file (or of "
+                                   "part) holding the text (HTML, EPUB, DOCX, ODT).")
+    byte_end: int | None = None
+    page: int | None = Field(default=None, description="1-based PDF page.")
+    page_start: int | None = Field(default=None, description="Code point of that page's "
+                                   "text where the span starts (PDF).")
+    page_end: int | None = None
+    bbox: list[float] | None = Field(default=None, description="The span's box on the page: "
+                                     "left, bottom, right, top in PDF points.")
+
+
+class SourceOut(_Out):
+    format: str = Field(description="The extracted format: pdf, html, docx, odt, epub.")
+    spans: list[SourceSpanOut] = Field(description="Pages or byte ranges of the source, in "
+                                       "text order.")
+
+
+class DuplicateOut(_Out):
+    path: str
+    chunk_id: str
+    start: int
+    end: int
+
+
 class SearchHit(_Out):
     rank: int
     score: float
@@ -110,10 +141,20 @@ class SearchHit(_Out):
     text: str = Field(description="The chunk text: document[start:end], or a prefix of it "
                                   "when text_truncated is true.")
     text_truncated: bool
+    headings: list[str] = Field(default_factory=list, description="The heading path the "
+                                "text sits under, outermost first.")
+    extractor: str | None = Field(default=None, description="The extractor identity of an "
+                                  "extracted format's text view (offsets index that view); "
+                                  "null for a plain-text file.")
+    source: SourceOut | None = Field(default=None, description="Where an extracted format's "
+                                     "text came from (PDF pages, raw byte ranges); null for "
+                                     "a plain-text file, whose byte offsets are its source.")
     explanation: list[dict[str, Any]] = Field(description="Which retriever ranked the hit "
                                               "where, with what score (and, fused, what it "
                                               "contributed).")
     verdict: HitVerdict | None = Field(description="Present when verify was requested.")
+    also_in: list[DuplicateOut] = Field(default_factory=list, description="Other places the "
+                                        "same passage occurs, folded into this hit.")
     stale: bool | None = Field(default=None, description="The file's size or mtime differs "
                                "from what was indexed, or it is gone: a cheap hint that the "
                                "span may have drifted (search with verify, or fetch_chunk, "
@@ -165,6 +206,12 @@ class FetchOutput(_Out):
     relocated_end: int | None
     stored_text: str | None = Field(description="The text as indexed.")
     current_text: str | None = Field(description="The text at start:end in the file now.")
+    headings: list[str] = Field(default_factory=list, description="The heading path, "
+                                "outermost first.")
+    extractor: str | None = Field(default=None, description="The extractor identity; null "
+                                  "for a plain-text file.")
+    source: SourceOut | None = Field(default=None, description="PDF pages or raw byte "
+                                     "ranges of an extracted format; null for plain text.")
     content_trust: Literal["untrusted-document-text"]
     text_truncated: bool
 
@@ -216,7 +263,11 @@ class StatusOutput(_Out):
     bm25: dict[str, Any] = Field(description="BM25 parameters in effect.")
     embedding: dict[str, Any] | None = Field(description="Embedding identity, or null for none.")
     retriever: RetrieverStats
+    formats: dict[str, int] = Field(default_factory=dict, description="Documents per format "
+                                    "(text, pdf, html, docx, odt, epub).")
     skipped_total: int
+    skipped_by_reason: dict[str, int] = Field(default_factory=dict, description="Skipped "
+                                              "files counted by the kind of reason.")
     skipped: list[Skipped]
     changed_since_indexing: Changes | None = Field(description="Null unless check_changes.")
     truncated: bool = Field(description="Some list was cut to keep the result small.")
@@ -242,6 +293,8 @@ def fetch_output(verdict: Verdict, stored: store.StoredChunk | None,
         relocated_start=verdict.relocated[0] if verdict.relocated else None,
         relocated_end=verdict.relocated[1] if verdict.relocated else None,
         stored_text=verdict.stored_text, current_text=verdict.current_text,
+        headings=list(c.headings) if c else [], extractor=c.extractor or None if c else None,
+        source=SourceOut.model_validate(c.locator.to_dict()) if c and c.locator else None,
         content_trust=CONTENT_TRUST, text_truncated=False)
 
 
@@ -253,7 +306,9 @@ def status_output(s: CollectionStatus, config: dict[str, Any],
         collection=s.collection, generation=s.generation, indexed_at=s.indexed_at,
         documents=s.documents, chunks=s.chunks, roots=list(s.roots), chunker=s.chunker,
         analyzer=analyzer_of(config).to_dict(), bm25=bm25_params_of(config).to_dict(),
-        embedding=s.embedding, retriever=stats, skipped_total=len(s.skipped),
+        embedding=s.embedding, retriever=stats, formats=s.formats,
+        skipped_total=len(s.skipped),
+        skipped_by_reason=count_by_kind(x.reason for x in s.skipped),
         skipped=[Skipped(path=x.path, reason=x.reason) for x in s.skipped],
         changed_since_indexing=None if changes is None else Changes(
             modified=list(changes.modified), missing=list(changes.missing),

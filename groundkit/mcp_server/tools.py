@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from ..collection import rerankers, resolve_home
 from ..collection.status import collection_status
@@ -26,6 +27,7 @@ from .schema import (
     Abstain,
     CheckChanges,
     ChunkId,
+    Collapse,
     CollectionInfo,
     CollectionName,
     CollectionNames,
@@ -64,7 +66,8 @@ class Tools:
 
     def search(self, query: Query, collections: CollectionNames = None, top_k: TopK = 10,
                mode: Mode = DEFAULT_MODE, verify: Verify = False,
-               abstain: Abstain = False, rerank: RerankName = None) -> SearchOutput:
+               abstain: Abstain = False, rerank: RerankName = None,
+               collapse: Collapse = True) -> SearchOutput:
         with self._domain_errors():
             names = list(dict.fromkeys(collections or self.pool.served()))
             if not names:
@@ -73,8 +76,10 @@ class Tools:
             decisions = []
             for name in names:
                 with self.pool.lease(name, bm25=True) as coll:
-                    options = {} if rerank is None else {
-                        "rerank": rerankers.load(coll.snapshot, rerank, allow_path=False)}
+                    options: dict[str, Any] = {"collapse": collapse}
+                    if rerank is not None:
+                        options["rerank"] = rerankers.load(coll.snapshot, rerank,
+                                                           allow_path=False)
                     if abstain:
                         result = coll.search_or_abstain(query, top_k=top_k, mode=mode,
                                                         verify=verify, **options)

@@ -27,8 +27,10 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import repeat
 
 from ..errors import UsageError
+from ..extract.base import TextView
 from ..model import Chunk, Document, make_chunk_id, sha256_text, utf16_len
 from ..sources import encode_len
 
@@ -189,12 +191,21 @@ def _breaks(text: str, a: int, b: int) -> int:
     return text.count("\n", a, b) + text.count("\r", a, b) - text.count("\r\n", a, b + 1)
 
 
-def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> list[Chunk]:
-    """Chunk ``document``; every chunk is validated against the document text."""
+def make_chunks(collection: str, document: Document, config: ChunkerConfig,
+                view: TextView | None = None) -> list[Chunk]:
+    """Chunk ``document``; every chunk is validated against the document text.
+
+    ``view`` is the document's text view when it has a source map or an outline (an
+    extracted format, Markdown): each chunk then carries its locator and heading path.
+    """
     text = document.text
     chunks: list[Chunk] = []
     cursor, cursor_byte, cursor_line, cursor_utf16 = 0, document.bom_len, 1, 0
-    for start, end in spans(text, config):
+    windows = list(spans(text, config))
+    paths = (view.heading_paths(start for start, _ in windows) if view and view.headings
+             else repeat(()))
+    key = document.view_key
+    for (start, end), headings in zip(windows, paths, strict=False):
         # Starts never decrease, so byte offsets and line numbers advance incrementally.
         cursor_byte += encode_len(text[cursor:start], document.encoding)
         cursor_line += _breaks(text, cursor, start)
@@ -203,7 +214,7 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> l
         piece = text[start:end]
         chunks.append(
             Chunk(
-                chunk_id=make_chunk_id(collection, document.doc_id, document.sha256, start, end),
+                chunk_id=make_chunk_id(collection, document.doc_id, key, start, end),
                 doc_id=document.doc_id,
                 doc_sha256=document.sha256,
                 start=start,
@@ -217,6 +228,9 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig) -> l
                 text=piece,
                 span_sha256=sha256_text(piece),
                 document=text,
+                extractor=document.extractor,
+                locator=view.locate(start, end) if view else None,
+                headings=headings,
             )
         )
     return chunks

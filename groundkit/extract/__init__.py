@@ -1,0 +1,130 @@
+"""Formats: raw files turned into text views with source maps.
+
+:func:`for_file` chooses the extractor for a file (by content where the content says
+so, then by name); ``None`` means plain text, whose view is the decoded file and whose
+offsets index it directly (:mod:`groundkit.extract.markdown` adds Markdown's headings).
+:func:`extract` runs the chosen one, in a separate process with a time and memory limit
+when its parser is native code (:mod:`groundkit.extract.sandbox`).
+
+Each extractor's library is an optional extra; one that is missing is a clear
+:class:`~groundkit.errors.MissingDependencyError`, and the indexer lists the file as
+skipped with the install command.
+"""
+
+from __future__ import annotations
+
+import importlib
+import zipfile
+from io import BytesIO
+from pathlib import PurePosixPath
+
+from ..errors import MissingDependencyError
+from .base import DEFAULT_LIMITS, ExtractError, Extractor, Heading, Limits, Segment, TextView
+
+__all__ = [
+    "DEFAULT_LIMITS", "EXTRACTORS", "ExtractError", "Extractor", "Heading", "Limits",
+    "Segment", "TextView", "extract", "extractor", "for_file", "identity_of", "install_hint",
+]
+
+_MODULES: dict[str, str] = {
+    "pdf": "groundkit.extract.pdf",
+    "html": "groundkit.extract.html",
+    "docx": "groundkit.extract.office",
+    "odt": "groundkit.extract.office",
+    "epub": "groundkit.extract.epub",
+}
+"""Format name -> the module whose ``EXTRACTORS`` mapping holds its extractor."""
+
+_BY_SUFFIX: dict[str, str] = {
+    ".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".docx": "docx", ".odt": "odt", ".epub": "epub",
+}
+
+EXTRACTORS: tuple[str, ...] = tuple(_MODULES)
+"""Every format groundkit can extract, whether or not its library is installed."""
+
+
+def extractor(name: str) -> Extractor:
+    """The extractor of format ``name`` (its module imported on first use)."""
+    if name not in _MODULES:
+        raise ExtractError(f"no extractor for format {name!r}")
+    module = importlib.import_module(_MODULES[name])
+    found: Extractor = module.EXTRACTORS[name]
+    return found
+
+
+def sniff(data: bytes) -> str | None:
+    """The format the content itself declares (PDF header, zip container), if any."""
+    if data[:1024].lstrip(b"\0\t\n\r ").startswith(b"%PDF-"):
+        return "pdf"
+    if data.startswith(b"PK\x03\x04"):
+        return _zip_format(data)
+    return None
+
+
+def _zip_format(data: bytes) -> str | None:
+    try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            names = set(archive.namelist()[:10_000])
+            if "mimetype" in names:
+                info = archive.getinfo("mimetype")
+                if info.file_size <= 100:
+                    mimetype = archive.read("mimetype").strip()
+                    if mimetype == b"application/epub+zip":
+                        return "epub"
+                    if mimetype == b"application/vnd.oasis.opendocument.text":
+                        return "odt"
+            if "word/document.xml" in names and "[Content_Types].xml" in names:
+                return "docx"
+    except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError):
+        return None
+    return None
+
+
+def for_file(relpath: str, data: bytes) -> str | None:
+    """The format to extract ``relpath`` as, or ``None`` for plain text.
+
+    Content decides where it can (a ``%PDF-`` header, a zip container's declared
+    type): a file whose name and content disagree is read as what it is. A name that
+    claims a container the bytes are not is refused with a reason (a ``.docx`` that is
+    not a DOCX would otherwise be read as binary text).
+    """
+    suffix = PurePosixPath(relpath).suffix.lower()
+    declared = _BY_SUFFIX.get(suffix)
+    found = sniff(data)
+    if found is not None:
+        return found
+    if declared in ("pdf", "docx", "odt", "epub"):
+        if not data:
+            raise ExtractError(f"empty file (0 bytes): not a {declared.upper()}")
+        article = "an" if declared in ("epub", "odt") else "a"
+        raise ExtractError(f"not {article} {declared.upper()} file (its content does not say so)")
+    return declared
+
+
+def install_hint(name: str) -> str:
+    """``install groundkit[EXTRA] to index PDFs``: the skip reason for a missing library."""
+    found = extractor(name)
+    return (f"{name.upper()} extractor not installed: "
+            f"pip install 'groundkit[{found.extra}]' to index {name.upper()} files")
+
+
+def identity_of(name: str) -> str:
+    """The identity of format ``name``'s installed extractor (raises when missing)."""
+    return extractor(name).identity()
+
+
+def extract(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> TextView:
+    """``data`` extracted as format ``name``; isolated in a child process with a time and
+    memory limit when the extractor's parser is native code that may crash (PDF) or the
+    file is large (:attr:`Limits.isolate_above`). Raises :class:`ExtractError` for a file
+    it cannot read and :class:`~groundkit.errors.MissingDependencyError` for a missing
+    library."""
+    found = extractor(name)
+    if not found.available():
+        raise MissingDependencyError(found.library, found.extra, f"Extracting {name.upper()}")
+    if found.isolated or len(data) > limits.isolate_above:
+        from .sandbox import run_isolated
+
+        return run_isolated(name, data, limits)
+    return found.extract(data, limits)

@@ -1,0 +1,233 @@
+"""The extractor contract: raw bytes in, a text view and its source map out.
+
+A *text view* is the text groundkit chunks, indexes, shows and quotes for a file. For
+plain text and Markdown it is the decoded file itself (offsets index the file, as
+always). For every other format an :class:`Extractor` makes it: the PDF's page texts,
+the visible text of an HTML page, the paragraphs of a DOCX. Beside the text the
+extractor returns a *source map*: :class:`Segment` runs of the view, each tied to where
+it came from (a page and the offset in that page's text; a byte range of the raw file
+or of one zip member), and the document's :class:`Heading` outline.
+
+Extractors are deterministic (same bytes, same library version, same options: same
+view), and their identity (:attr:`Extractor.identity`) is recorded with every document,
+so verification can re-extract a changed file the same way, or say that it cannot.
+A file an extractor cannot read raises :class:`ExtractError` with a one-line reason:
+the file is skipped with that reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..errors import DecodeError
+from ..model import Locator, SourceSpan
+
+
+class ExtractError(DecodeError):
+    """A file its extractor cannot turn into text: the reason is one line, for ``skipped``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what one file may cost to extract."""
+
+    max_unpacked: int = 256 * 1024 * 1024
+    """Total decompressed bytes read from a zip container (DOCX, ODT, EPUB)."""
+    max_ratio: float = 200.0
+    """Largest compression ratio accepted for one zip member (a zip bomb's is far higher)."""
+    max_members: int = 10_000
+    """Members a zip container may list."""
+    max_pages: int = 10_000
+    """Pages of one PDF."""
+    timeout_s: float = 60.0
+    """Wall-clock seconds for an extractor that runs in a separate process (PDF)."""
+    memory_bytes: int = 2 * 1024 * 1024 * 1024
+    """Address space an isolated extraction may add (PDF)."""
+    max_view_chars: int = 64 * 1024 * 1024
+    """Code points of one text view."""
+    isolate_above: int = 256 * 1024
+    """Files larger than this are extracted in a separate process whatever the format:
+    lexbor's time grows with the square of an HTML page's nesting depth (50,000 nested
+    ``div`` take seconds), and a fork costs about 6 ms, too much for every small page."""
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run ``[start, end)`` of the text view and where in the source it came from.
+
+    Segments are sorted by ``start`` and do not overlap; text between them (the
+    separators an extractor adds: a blank line between paragraphs, a page break) maps
+    to nothing.
+    """
+
+    start: int
+    end: int
+    part: str | None = None
+    """The zip member the run came from; ``None`` for the file itself."""
+    byte_start: int | None = None
+    byte_end: int | None = None
+    """Raw bytes of the file (or of ``part``) that hold the run (markup formats)."""
+    page: int | None = None
+    """1-based PDF page."""
+    page_offset: int | None = None
+    """Code point of that page's text where the run starts (PDF)."""
+    bbox: tuple[float, float, float, float] | None = None
+    """The run's box on its page: left, bottom, right, top in PDF points."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A heading of the outline, starting at text-view offset ``start`` (where its line
+    starts: a chunk starting there sits under it)."""
+
+    start: int
+    level: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextView:
+    """A file's text as groundkit sees it, and the map back to the file."""
+
+    text: str
+    format: str
+    segments: tuple[Segment, ...] = ()
+    headings: tuple[Heading, ...] = ()
+    _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        last = 0
+        for seg in self.segments:
+            if not last <= seg.start < seg.end <= len(self.text):
+                raise ExtractError(f"{self.format} extractor made a bad segment "
+                                   f"[{seg.start}, {seg.end}) (view of {len(self.text)})")
+            last = seg.end
+        object.__setattr__(self, "_starts", [s.start for s in self.segments])
+
+    def locate(self, start: int, end: int) -> Locator | None:
+        """Where ``[start, end)`` of the view came from; ``None`` for a view without a map.
+
+        One :class:`~groundkit.model.SourceSpan` per page or zip member touched, in
+        view order: the byte range covering the runs of that part, or the page offsets
+        of the span's first and last character on that page (and the union of boxes).
+        """
+        if not self.segments:
+            return None
+        lo = max(0, bisect.bisect_right(self._starts, start) - 1)
+        hi = bisect.bisect_left(self._starts, end)
+        spans: list[SourceSpan] = []
+        key: tuple[str | None, int | None] | None = None
+        group: list[Segment] = []
+        for seg in self.segments[lo:hi]:
+            if seg.end <= start:
+                continue
+            if (seg.part, seg.page) != key and group:
+                spans.append(_merge(group, start, end))
+                group = []
+            key = (seg.part, seg.page)
+            group.append(seg)
+        if group:
+            spans.append(_merge(group, start, end))
+        return Locator(format=self.format, spans=tuple(spans))
+
+    def heading_path(self, position: int) -> tuple[str, ...]:
+        """The titles of the headings ``position`` sits under, outermost first."""
+        return next(self.heading_paths([position]))
+
+    def heading_paths(self, positions: Iterable[int]) -> Iterator[tuple[str, ...]]:
+        """:meth:`heading_path` of each of ``positions``, which must not decrease: the
+        outline is walked once, however many chunks a long document has."""
+        path: list[Heading] = []
+        titles: tuple[str, ...] = ()
+        i = 0
+        for position in positions:
+            changed = False
+            while i < len(self.headings) and self.headings[i].start <= position:
+                heading = self.headings[i]
+                while path and path[-1].level >= heading.level:
+                    path.pop()
+                path.append(heading)
+                i, changed = i + 1, True
+            if changed:
+                titles = tuple(h.title for h in path)
+            yield titles
+
+
+def _merge(group: Sequence[Segment], start: int, end: int) -> SourceSpan:
+    first, last = group[0], group[-1]
+    view_start, view_end = max(start, first.start), min(end, last.end)
+    if first.page is not None:
+        offset = first.page_offset or 0
+        page_start = offset + max(0, start - first.start)
+        last_offset = last.page_offset or 0
+        page_end = last_offset + (min(end, last.end) - last.start)
+        boxes = [s.bbox for s in group if s.bbox is not None]
+        bbox = None
+        if boxes:
+            bbox = (min(b[0] for b in boxes), min(b[1] for b in boxes),
+                    max(b[2] for b in boxes), max(b[3] for b in boxes))
+        return SourceSpan(part=first.part, page=first.page, page_start=page_start,
+                          page_end=page_end, bbox=bbox, view_start=view_start,
+                          view_end=view_end)
+    starts = [s.byte_start for s in group if s.byte_start is not None]
+    ends = [s.byte_end for s in group if s.byte_end is not None]
+    return SourceSpan(part=first.part, byte_start=min(starts) if starts else None,
+                      byte_end=max(ends) if ends else None, view_start=view_start,
+                      view_end=view_end)
+
+
+class Extractor(Protocol):
+    """One format's extractor. Instances live in :data:`groundkit.extract.EXTRACTORS`."""
+
+    name: str
+    """The format it reads (``pdf``, ``html``, ``docx``, ...): the registry key."""
+    library: str
+    """The Python package whose parser it runs (``pypdfium2``)."""
+    extra: str
+    """The optional extra that installs its library (``pip install 'groundkit[EXTRA]'``)."""
+    suffixes: tuple[str, ...]
+    """File-name globs it claims by default (``*.pdf``)."""
+    isolated: bool
+    """Run in a separate process with a time and memory limit (native parsers)."""
+
+    def available(self) -> bool:
+        """Whether its library is installed."""
+        ...
+
+    def identity(self) -> str:
+        """``name/library=version;options``: what verification must match to re-extract
+        as the index did. Raises :class:`~groundkit.errors.MissingDependencyError`
+        when the library is missing."""
+        ...
+
+    def extract(self, data: bytes, limits: Limits) -> TextView:
+        """The text view of ``data``, or :class:`ExtractError` with a one-line reason."""
+        ...
+
+
+def join_views(format: str, views: Sequence[TextView], separator: str = "\n\n") -> TextView:
+    """One view of several (an EPUB's chapters, a DOCX's body and notes): the texts
+    joined by ``separator``, every segment and heading shifted to its place."""
+    texts: list[str] = []
+    segments: list[Segment] = []
+    headings: list[Heading] = []
+    offset = 0
+    for view in views:
+        if not view.text:
+            continue
+        if texts:
+            texts.append(separator)
+            offset += len(separator)
+        texts.append(view.text)
+        segments.extend(Segment(s.start + offset, s.end + offset, s.part, s.byte_start,
+                                s.byte_end, s.page, s.page_offset, s.bbox)
+                        for s in view.segments)
+        headings.extend(Heading(h.start + offset, h.level, h.title) for h in view.headings)
+        offset += len(view.text)
+    return TextView("".join(texts), format, tuple(segments), tuple(headings))

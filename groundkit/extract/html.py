@@ -1,0 +1,336 @@
+"""HTML: the visible text of a page, each run of it mapped to the bytes of the file.
+
+The view is the text a reader sees. selectolax (lexbor) parses the page the way a
+browser does, and a walk over its tree writes the text of the visible nodes:
+
+- blocks (``p``, ``div``, ``section``, ``table``, ``h1``-``h6``, ``pre``, ``ul``, ...)
+  are paragraphs, separated by a blank line; list items, ``dt``/``dd``, table rows,
+  captions and options are lines; ``<br>`` is a line break;
+- table cells of a row are separated by `` | `` (after a cell with text; an empty
+  leading cell adds nothing), and the blocks inside a cell are lines of it;
+- whitespace is collapsed to one space outside ``<pre>``, ``<textarea>``, ``<xmp>``,
+  ``<listing>`` and ``<plaintext>``, whose text is kept verbatim; character references
+  are decoded (``&amp;`` is ``&``); U+00A0 is kept;
+- not in the view: ``<head>``, ``<script>``, ``<style>``, ``<template>``,
+  ``<iframe>``, ``<noscript>``, ``<noembed>``, ``<noframes>``, ``<datalist>``,
+  comments, inline ``<svg>`` and ``<math>``; nor image ``alt`` texts, attributes, or
+  what CSS or a ``hidden`` attribute would hide;
+- ``h1``-``h6`` are the outline: :class:`~groundkit.extract.base.Heading` entries at
+  their text's offset, titled with their collapsed text. A page without any of them
+  starts with its ``<title>``, as a level-1 heading; a page with headings has its title
+  among them, or a title naming the site, so the title is left out.
+
+A page without visible text has an empty view (the indexer has nothing to chunk); a
+0-byte file, undecodable bytes (:mod:`.html_encoding`) and a view over
+``Limits.max_view_chars`` are :class:`~groundkit.extract.base.ExtractError`.
+
+Each run of the view has a :class:`~groundkit.extract.base.Segment` giving the raw
+bytes of the file that hold it (a segment per text node and raw text run; character
+references and collapsed whitespace included): decoded, unescaped and collapsed, those
+bytes are exactly the run's text. :mod:`.html_map` finds them; text of malformed markup
+it cannot place has no segment rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from ..errors import MissingDependencyError
+from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView
+from .html_encoding import decode_html
+from .html_map import NON_WHITESPACE, WHITESPACE, Stream, align, raw_stream
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborNode
+
+OPTIONS = "v1"
+"""Bumped whenever the view or map of the same bytes could change (by a change here, in
+:mod:`.html_map` or in :mod:`.html_encoding`)."""
+
+_WS_RUN = re.compile(r"[\t\n\f\r ]+")
+
+# --- the tree walk -------------------------------------------------------------------
+
+_TEXT, _BLOCK, _BR, _CELL, _OPEN, _CLOSE = range(6)
+_VISIBLE, _VERBATIM, _HIDDEN = range(3)
+_Event = tuple[int, int, str]
+
+_SKIPPED = frozenset(("script", "style", "iframe", "noembed", "noframes"))
+"""Elements the walk does not enter: raw text, which the stream does not hold either."""
+_HIDDEN_TAGS = frozenset(("head", "title", "svg", "math", "noscript", "datalist", "template"))
+"""Elements whose text is walked (the stream holds it) but not shown."""
+_VERBATIM_TAGS = frozenset(("pre", "listing", "xmp", "plaintext", "textarea"))
+_LINE_TAGS = frozenset(("li", "dt", "dd", "tr", "caption", "figcaption", "summary", "legend",
+                        "option", "optgroup", "thead", "tbody", "tfoot"))
+_PARAGRAPH_TAGS = frozenset((
+    "address", "article", "aside", "blockquote", "body", "center", "details", "dialog",
+    "dir", "div", "dl", "fieldset", "figure", "footer", "form", "header", "hgroup", "hr",
+    "html", "listing", "main", "menu", "nav", "ol", "p", "plaintext", "pre", "search",
+    "section", "table", "textarea", "ul", "xmp", "h1", "h2", "h3", "h4", "h5", "h6",
+))
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+
+
+@dataclass(slots=True)
+class _Walker:
+    """Turns the tree into a flat list of events: text (with its mode), breaks, cells
+    and headings. ``title_id`` is the ``<title>`` to show as the level-1 heading, if any.
+    """
+
+    title_id: int | None
+    events: list[_Event] = field(default_factory=list)
+    rows: list[bool] = field(default_factory=list)
+    """Open table rows: whether each has text yet (a cell after it gets a bar)."""
+    cells: int = 0
+    """Open table cells: a block inside a cell is a line, not a paragraph."""
+
+    def walk(self, root: LexborNode) -> list[_Event]:
+        stack: list[tuple[LexborNode, str, int, int, bool]] = []
+        hidden = verbatim = 0
+        node = root.first_child
+        while True:
+            if node is None:
+                if not stack:
+                    return self.events
+                element, tag, hidden, verbatim, shown = stack.pop()
+                if shown:
+                    self._leave(tag)
+                node = element.next
+                continue
+            tag = node.tag or ""
+            if tag == "-text":
+                self._text(node.text_content or "", hidden, verbatim)
+            elif tag == "br":
+                if not hidden:
+                    self.events.append((_BR, 0, ""))
+            elif tag not in _SKIPPED and not tag.startswith(("-", "!")):
+                saved = hidden, verbatim
+                shown = tag == "title" and node.mem_id == self.title_id
+                if shown:
+                    hidden = 0
+                    self.events.append((_OPEN, 1, ""))
+                elif tag in _HIDDEN_TAGS:
+                    hidden += 1
+                elif not hidden:
+                    shown = True
+                    verbatim += tag in _VERBATIM_TAGS
+                    self._enter(tag)
+                child = node.first_child if tag != "template" else _content(node)
+                if child is not None:
+                    stack.append((node, tag, *saved, shown))
+                    node = child
+                    continue
+                hidden, verbatim = saved
+                if shown:
+                    self._leave(tag)
+            node = node.next
+
+    def _text(self, data: str, hidden: int, verbatim: int) -> None:
+        if not data:
+            return
+        self.events.append((_TEXT, _HIDDEN if hidden else _VERBATIM if verbatim else _VISIBLE,
+                            data))
+        if not hidden and self.rows and not self.rows[-1] and NON_WHITESPACE.search(data):
+            self.rows[-1] = True
+
+    def _enter(self, tag: str) -> None:
+        if tag in _PARAGRAPH_TAGS:
+            self.events.append((_BLOCK, 1 if self.cells else 2, ""))
+            if tag in _HEADINGS:
+                self.events.append((_OPEN, _HEADINGS[tag], ""))
+        elif tag in _LINE_TAGS:
+            self.events.append((_BLOCK, 1, ""))
+            if tag == "tr":
+                self.rows.append(False)
+        elif tag in ("td", "th"):
+            self.cells += 1
+            if self.rows and self.rows[-1]:
+                self.events.append((_CELL, 0, ""))
+
+    def _leave(self, tag: str) -> None:
+        if tag in _HEADINGS or tag == "title":
+            self.events.append((_CLOSE, 0, ""))
+        if tag in _PARAGRAPH_TAGS or tag == "title":
+            self.events.append((_BLOCK, 1 if self.cells else 2, ""))
+        elif tag in _LINE_TAGS:
+            self.events.append((_BLOCK, 1, ""))
+            if tag == "tr" and self.rows:
+                self.rows.pop()
+        elif tag in ("td", "th"):
+            self.cells -= 1
+
+
+def _content(template: LexborNode) -> LexborNode | None:
+    """The first node of a ``<template>``'s content, which lexbor keeps out of the tree."""
+    fragments = template.template_fragments()
+    return fragments[0].first_child if fragments else None
+
+
+# --- the view ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Builder:
+    """Writes the view: text with collapsed whitespace, breaks, segments, headings."""
+
+    stream: Stream
+    out: list[str] = field(default_factory=list)
+    size: int = 0
+    newlines: int = 0
+    """How many line breaks the view ends with."""
+    block: int = 0
+    breaks: int = 0
+    cell: bool = False
+    space: bool = False
+    segments: list[tuple[int, int, int, int]] = field(default_factory=list)
+    open: list[list[int]] = field(default_factory=list)
+    """Open headings: level, index in ``out`` and view offset of their first text."""
+    headings: list[Heading] = field(default_factory=list)
+
+    def event(self, kind: int, value: int) -> None:
+        if kind == _BLOCK:
+            self.block = max(self.block, value)
+        elif kind == _BR:
+            self.breaks += 1
+        elif kind == _CELL:
+            self.cell = True
+        elif kind == _OPEN:
+            self.open.append([value, -1, -1])
+        elif kind == _CLOSE and self.open:
+            level, index, start = self.open.pop()
+            title = _WS_RUN.sub(" ", "".join(self.out[index:])).strip() if index >= 0 else ""
+            if title:
+                self.headings.append(Heading(start, level, title))
+
+    def text(self, text: str, at: int, verbatim: bool) -> None:
+        """Add a text node's ``text``, found at stream offset ``at`` (-1: not found)."""
+        if at < 0:
+            self._piece(text, -1, verbatim)
+            return
+        runs, end = self.stream.runs, at + len(text)
+        i = bisect.bisect_right(runs, at) - 1
+        k = at
+        while k < end:
+            stop = min(end, runs[i + 1]) if i + 1 < len(runs) else end
+            if stop > k:
+                self._piece(text[k - at:stop - at], k, verbatim)
+            k, i = stop, i + 1
+
+    def _piece(self, text: str, at: int, verbatim: bool) -> None:
+        if verbatim:
+            lead, tail, core = 0, len(text), text
+        else:
+            stripped = text.lstrip(WHITESPACE)
+            if not stripped:
+                self.space = True
+                return
+            core = stripped.rstrip(WHITESPACE)
+            lead = len(text) - len(stripped)
+            tail = lead + len(core)
+            self.space = self.space or lead > 0
+            core = _WS_RUN.sub(" ", core)
+        self._prefix()
+        start = self.size
+        self._append(core)
+        if at >= 0:
+            self.segments.append((start, self.size, self.stream.source_start(at + lead),
+                                  self.stream.source_end(at + tail - 1)))
+        self.space = tail < len(text)
+
+    def _prefix(self) -> None:
+        breaks = max(self.block, self.breaks)
+        if self.size:
+            if self.cell:  # the next cell of a row that has text: its blocks are in it
+                self._append(" | ")
+            elif breaks:
+                if breaks > self.newlines:
+                    self._append("\n" * (breaks - self.newlines))
+            elif self.space and self.out[-1][-1] not in WHITESPACE:
+                self._append(" ")
+        self.block = self.breaks = 0
+        self.cell = self.space = False
+        for heading in self.open:
+            if heading[1] < 0:
+                heading[1], heading[2] = len(self.out), self.size
+
+    def _append(self, text: str) -> None:
+        self.out.append(text)
+        self.size += len(text)
+        if text[-1] != "\n":
+            self.newlines = 0
+        else:
+            kept = len(text.rstrip("\n"))
+            self.newlines = self.newlines + len(text) if not kept else len(text) - kept
+
+
+def markup_view(data: bytes, *, part: str | None = None, limits: Limits) -> TextView:
+    """The text view of an HTML or XHTML document; ``part`` is set on every segment
+    (the EPUB member the document is). Raises :class:`ExtractError` for an empty file,
+    an undecodable one, or a view longer than ``limits.max_view_chars``."""
+    from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, SelectolaxError
+
+    if not data:
+        raise ExtractError("empty file")
+    source = decode_html(data)
+    try:
+        parser = LexborHTMLParser(source.text, options=LexborDocumentOptions.WO_EVENTS)
+    except (SelectolaxError, ValueError) as exc:
+        raise ExtractError(f"unparsable HTML ({type(exc).__name__})") from None
+    root = parser.root
+    if root is None:
+        return TextView("", "html")
+    title = parser.head.css_first("title") if parser.head is not None else None
+    has_heading = root.css_first("h1, h2, h3, h4, h5, h6") is not None
+    shown = title.mem_id if title is not None and not has_heading else None
+    events = _Walker(shown).walk(root)
+    stream = raw_stream(source.text)
+    texts = [e[2] for e in events if e[0] == _TEXT]
+    places = iter(align("".join(stream.parts), texts))
+    view = _Builder(stream)
+    for kind, value, text in events:
+        if kind == _TEXT:
+            at = next(places)
+            if value != _HIDDEN:
+                view.text(text, at, value == _VERBATIM)
+        else:
+            view.event(kind, value)
+    text = "".join(view.out)
+    if len(text) > limits.max_view_chars:
+        raise ExtractError(f"text view of {len(text)} characters exceeds the limit of "
+                           f"{limits.max_view_chars}")
+    offsets = source.byte_offsets([p for s in view.segments for p in s[2:]])
+    segments = tuple(Segment(start, end, part, offsets[a], offsets[b])
+                     for start, end, a, b in view.segments)
+    headings = tuple(sorted(view.headings, key=lambda h: (h.start, h.level)))
+    return TextView(text, "html", segments, headings)
+
+
+class HtmlExtractor:
+    """HTML pages (and XHTML) read with selectolax's lexbor parser: see the module."""
+
+    name = "html"
+    library = "selectolax"
+    extra = "html"
+    suffixes: tuple[str, ...] = ("*.html", "*.htm", "*.xhtml")
+    isolated = False
+
+    def available(self) -> bool:
+        return importlib.util.find_spec("selectolax") is not None
+
+    def identity(self) -> str:
+        try:
+            version = metadata.version("selectolax")
+        except metadata.PackageNotFoundError:
+            raise MissingDependencyError("selectolax", self.extra, "Extracting HTML") from None
+        return f"{self.name}/selectolax={version};{OPTIONS}"
+
+    def extract(self, data: bytes, limits: Limits) -> TextView:
+        return markup_view(data, limits=limits)
+
+
+EXTRACTORS: dict[str, Extractor] = {"html": HtmlExtractor()}
