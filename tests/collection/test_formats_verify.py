@@ -163,3 +163,28 @@ def test_an_unchanged_formats_file_is_carried_over(make_tree: TreeMaker, home: P
     assert (report.unchanged, report.changed, report.added) == (1, 0, 0)
     with Collection.open("docs", home) as coll:
         assert [c.chunk_id for c in coll.chunks()] == [c.chunk_id for c in chunks]
+
+
+def test_an_answer_from_a_pdf_cites_its_page(make_tree: TreeMaker, home: Path) -> None:
+    """``grk ask`` over a PDF: each citation's source is the page it came from, with
+    the quote's offsets in that page's text, and a ``page_location`` block."""
+    from groundkit.answer import ask
+
+    path, _ = _indexed(make_tree, home, PDF)
+    with Collection.open("docs", home) as coll:
+        answer = ask(coll, "how do I get help and where do I ask questions about gnuplot")
+    data = answer.to_dict()
+    assert answer.kind == "extractive" and answer.citations
+    view = extract.extract("pdf", path.read_bytes())
+    for citation in answer.citations:
+        assert citation.locator is not None and citation.locator.pages
+        assert view.text[citation.start:citation.end] == citation.text
+        for piece in citation.locator.spans:
+            assert piece.view_start is not None and piece.view_end is not None
+            assert piece.view_start >= citation.start and piece.view_end <= citation.end
+    pages = data["anthropic"]["page_locations"]
+    assert len(pages) == len(answer.citations)
+    first = answer.citations[0].locator
+    assert first is not None
+    assert pages[0]["start_page_number"] == first.pages[0]
+    assert pages[0]["end_page_number"] == first.pages[-1] + 1
