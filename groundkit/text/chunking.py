@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -97,10 +97,12 @@ class _Boundaries:
     so the cost follows the number of chunks rather than the number of spaces.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, headings: Sequence[int] = ()) -> None:
         self.text = text
         self.patterns = _BOUNDARIES if "\r" in text else _BOUNDARIES_LF
         self.rare = [[m.end() for m in p.finditer(text)] for p in self.patterns[:_PRECOMPUTED]]
+        if headings:  # an extracted view's outline: its headings start lines of their own
+            self.rare[0] = sorted({*self.rare[0], *(h for h in headings if 0 < h <= len(text))})
 
     def _window(self, cls: int, lo: int, hi: int) -> list[int]:
         if cls < _PRECOMPUTED:
@@ -135,12 +137,17 @@ class _Boundaries:
         return None
 
 
-def spans(text: str, config: ChunkerConfig) -> Iterator[tuple[int, int]]:
-    """Yield the ``(start, end)`` windows of ``text``; none for blank text."""
+def spans(text: str, config: ChunkerConfig,
+          headings: Sequence[int] = ()) -> Iterator[tuple[int, int]]:
+    """Yield the ``(start, end)`` windows of ``text``; none for blank text.
+
+    ``headings`` are the starts of an extracted view's headings (HTML ``h1``-``h6``, a
+    PDF's outline, DOCX heading styles): the best boundaries, as a Markdown heading line
+    is, so a section tends to start a chunk of its own."""
     first = _NON_SPACE.search(text)
     if first is None:
         return
-    bounds = _Boundaries(text)
+    bounds = _Boundaries(text, headings)
     n = len(text)
     start = first.start()
     while True:
@@ -201,7 +208,8 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig,
     text = document.text
     chunks: list[Chunk] = []
     cursor, cursor_byte, cursor_line, cursor_utf16 = 0, document.bom_len, 1, 0
-    windows = list(spans(text, config))
+    outline = [h.start for h in view.headings] if view and view.segments else ()
+    windows = list(spans(text, config, outline))
     paths = (view.heading_paths(start for start, _ in windows) if view and view.headings
              else repeat(()))
     key = document.view_key

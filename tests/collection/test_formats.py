@@ -176,3 +176,21 @@ def test_a_large_page_is_extracted_in_a_child_with_a_time_limit(
 
     monkeypatch.setattr(sandbox, "run_isolated", forbidden)
     assert extract.extract("html", b"<p>small page</p>").text == "small page"
+
+
+def test_an_extracted_view_is_cut_at_its_headings(make_tree: TreeMaker, home: Path) -> None:
+    """HTML's h1-h6 (like a PDF's outline or DOCX heading styles) are the chunker's best
+    boundaries, as Markdown's heading lines are: a section starts a chunk of its own."""
+    pytest.importorskip("selectolax")
+    paragraphs = "".join(f"<p>Paragraph {j} of the section. {FILLER}</p>" for j in range(4))
+    sections = "".join(f"<h2>Section {i}</h2>{paragraphs}" for i in range(6))
+    root = make_tree({"page.html": f"<html><body><h1>Guide</h1>{sections}</body></html>"})
+    index("docs", IndexConfig(roots=(str(root),), chunker=ChunkerConfig(target=340,
+                                                                         overlap=40)), home=home)
+    with Collection.open("docs", home) as coll:
+        chunks = coll.chunks()
+    starts = [c.text.split("\n")[0] for c in chunks]
+    assert sum(s.startswith("Section ") for s in starts) == 5, starts  # without: 1
+    for chunk in chunks:
+        if chunk.text.startswith("Section "):
+            assert chunk.headings == ("Guide", chunk.text.split("\n")[0])
