@@ -107,6 +107,9 @@ class SourceSpanOut(_Out):
     page_end: int | None = None
     bbox: list[float] | None = Field(default=None, description="The span's box on the page: "
                                      "left, bottom, right, top in PDF points.")
+    view_start: int | None = Field(default=None, description="The text-view code points "
+                                   "this piece covers (start/end are in the same unit).")
+    view_end: int | None = None
 
 
 class SourceOut(_Out):
