@@ -8,12 +8,15 @@ turns each selected page or section into Markdown-ish plain text and writes
     golden/v2/docs/birchline/...         golden/v1/docs copied byte for byte
     golden/v2/PROVENANCE.json            package, version, source, licence, checksums
 
-Only the Python standard library is used (html.parser for HTML).
+HTML is decoded and parsed as groundkit's HTML extractor does it: groundkit's encoding
+detection (groundkit.extract.html_encoding) and selectolax's lexbor parser (HTML5 tree
+construction). Golden v2's committed documents were built by an earlier tree builder on
+the standard library's html.parser; this one rebuilds them byte for byte.
 
-Usage (from the repository root):
-    python3 golden/tools/debian_docs            # (re)build golden/v2/docs and PROVENANCE.json
-    python3 golden/tools/debian_docs --check    # rebuild in a temporary folder, compare
-    python3 golden/tools/debian_docs --list     # print the selection
+Usage (from the repository root, with the project's venv: selectolax is needed):
+    .venv/bin/python golden/tools/debian_docs           # (re)build docs and PROVENANCE.json
+    .venv/bin/python golden/tools/debian_docs --check   # rebuild in a temp folder, compare
+    .venv/bin/python golden/tools/debian_docs --list    # print the selection
 
 The packages must be installed first:
     apt-get install -y sqlite3-doc postgresql-doc-15 nginx-doc git-doc bash-doc debian-policy \\
@@ -21,7 +24,7 @@ The packages must be installed first:
 
 Modules:
     selection   the hand-reviewed table of documents (what to convert, from where)
-    tree        a small HTML tree builder on html.parser
+    tree        the HTML tree: lexbor's (selectolax), copied into small editable nodes
     html2md     HTML tree -> blocks (paragraphs, lists, tables, code, ...)
     render      blocks -> Markdown-style text
     sections    keep or drop whole sections by heading name

@@ -1,4 +1,4 @@
-"""Command line: python3 golden/tools/debian_docs [--check | --list | --out DIR]."""
+"""Command line: python golden/tools/debian_docs [--check | --list | --out DIR]."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-# `python3 golden/tools/debian_docs` puts this folder first on sys.path: import the
-# package from its parent folder instead, so that its modules are never top-level names
+# `python golden/tools/debian_docs` puts this folder first on sys.path: import the
+# package from its parent folder instead, so that its modules are never top-level names,
+# and groundkit (whose HTML parser and decoder the converter uses) from this checkout
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
+sys.path[:0] = [str(_HERE.parent), str(_HERE.parents[2])]
 
 from debian_docs.build import V2, build, compare, print_summary  # noqa: E402
 from debian_docs.selection import entries  # noqa: E402
@@ -19,7 +20,7 @@ from debian_docs.selection import entries  # noqa: E402
 
 def _parser():
     ap = argparse.ArgumentParser(
-        prog="python3 golden/tools/debian_docs",
+        prog="python golden/tools/debian_docs",
         description="Convert the selected Debian documentation pages into golden/v2/docs "
                     "and write golden/v2/PROVENANCE.json (deterministic).")
     ap.add_argument("--check", action="store_true",

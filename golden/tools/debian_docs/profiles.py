@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from groundkit.extract.base import ExtractError
+
 from .html2md import Renderer, collapse, heading_tag_level
 from .render import finish, normalise_headings, render
 from .sections import filter_sections
@@ -218,7 +220,10 @@ PROFILES = {"sqlite": profile_sqlite, "docbook": profile_docbook, "asciidoc": pr
 
 
 def convert_html(entry, data):
-    root = parse_html(data.decode("utf-8"))
+    try:
+        root = parse_html(data)
+    except ExtractError as exc:
+        raise SystemExit(f"{entry['doc']}: {entry['src']}: {exc}") from None
     blocks = PROFILES[entry["profile"]](root, entry)
     blocks = filter_sections(blocks, entry)
     return finish(render(blocks))

@@ -1,22 +1,43 @@
-"""A small HTML tree builder on top of html.parser (implied end tags included)."""
+"""The converter's HTML tree: lexbor's (selectolax, an HTML5 parser), as small Node objects.
+
+The bytes are decoded as groundkit's HTML extractor decodes them
+(:func:`groundkit.extract.html_encoding.decode_html`: a byte-order mark, else the page's
+``<meta charset>``, else UTF-8), and parsed by the same parser, so implied end tags,
+misnested markup, tables and character references follow the HTML standard's tree
+construction. The tree is then copied into :class:`Node` objects, which the profiles
+edit freely (remove, re-parent, relabel).
+
+One deliberate step before parsing: in an XHTML page (an ``<html>`` in the XHTML
+namespace, as DocBook's and AsciiDoc's XSL write them) ``<a id="x"/>`` is an empty
+element, as the tools that wrote it meant. The HTML standard ignores the ``/`` of a
+non-void element, so the ``<a>`` would stay open and be re-opened around the list items
+and paragraphs that follow it (its "active formatting" reconstruction), splitting and
+merging them; such tags are written as ``<a id="x"></a>`` first.
+"""
 
 from __future__ import annotations
 
-import html.parser
 import re
 
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-        "param", "source", "track", "wbr", "basefont", "frame", "keygen"}
-P_CLOSERS = {"address", "article", "aside", "blockquote", "center", "details", "dialog",
-             "dir", "div", "dl", "fieldset", "figcaption", "figure", "footer", "form",
-             "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "main", "menu", "nav",
-             "ol", "p", "pre", "section", "table", "ul", "li", "dd", "dt"}
-SCOPE = {"html", "body", "table", "td", "th", "caption", "button", "object"}
-# the end tag of a table part closes up to its table; any other end tag stops at a
-# table, row or cell (CELL_BOUNDARIES)
-TABLE_PARTS = {"td", "th", "tr", "table", "thead", "tbody", "tfoot"}
-CELL_BOUNDARIES = {"td", "th", "table", "tr"}
+from groundkit.extract.html_encoding import decode_html
+
 HEADING_TAG = re.compile(r"h[1-6]")
+_SPACE = r"[\t\n\f\r ]"
+_QUOTED = r"\"[^\"]*\"|'[^']*'"
+_XHTML_ROOT = re.compile(rf"<html\b(?:[^>\"']|{_QUOTED})*?\bxmlns{_SPACE}*={_SPACE}*"
+                         r"[\"']http://www\.w3\.org/1999/xhtml[\"']", re.I)
+_XHTML_TOKEN = re.compile(
+    r"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)"
+    rf"|<(?P<name>[A-Za-z][^\t\n\f\r />]*)(?P<attrs>(?:{_SPACE}+[^\t\n\f\r />=]+"
+    rf"(?:{_SPACE}*={_SPACE}*(?:{_QUOTED}|[^\t\n\f\r \"'>]++))?)*){_SPACE}*/>"
+    rf"|<(?P<raw>script|style)\b(?:[^>\"']|{_QUOTED})*>.*?(?:</(?P=raw)[^>]*>|\Z)"
+    rf"|</?[A-Za-z](?:[^>\"']|{_QUOTED})*>",
+    re.S | re.I)
+"""What the XHTML rewrite reads token by token: comments, CDATA, a self-closing tag,
+script and style with their text, any other tag (so nothing inside them is read as a tag)."""
+_VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+                   "param", "source", "track", "wbr", "basefont", "bgsound", "frame",
+                   "keygen"))
 
 
 class Node:
@@ -48,75 +69,68 @@ class Node:
         return [c for c in self.children if isinstance(c, Node)]
 
 
-class TreeBuilder(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#root")
-        self.stack = [self.root]
+def parse_html(data: bytes) -> Node:
+    """The tree of an HTML page given as bytes: a ``#root`` node holding ``<html>``.
 
-    def _close_in_scope(self, names, boundaries):
-        for i in range(len(self.stack) - 1, 0, -1):
-            tag = self.stack[i].tag
-            if tag in names:
-                del self.stack[i:]
-                return
-            if tag in boundaries:
-                return
-
-    def handle_starttag(self, tag, attrs):
-        self._start(tag, attrs, selfclosing=False)
-
-    def handle_startendtag(self, tag, attrs):
-        self._start(tag, attrs, selfclosing=True)
-
-    def _close_implied(self, tag):
-        """Close the elements a start tag ends implicitly (<p>, <li>, <td>, ...)."""
-        if tag in P_CLOSERS:
-            self._close_in_scope({"p"}, SCOPE | {"li", "dd", "dt", "div"})
-        if tag == "li":
-            self._close_in_scope({"li"}, SCOPE | {"ul", "ol", "menu", "dir"})
-        elif tag in ("dt", "dd"):
-            self._close_in_scope({"dt", "dd"}, SCOPE | {"dl"})
-        elif tag == "tr":
-            self._close_in_scope({"tr"}, {"table", "thead", "tbody", "tfoot"})
-        elif tag in ("td", "th"):
-            self._close_in_scope({"td", "th"}, {"tr", "table"})
-        elif tag in ("thead", "tbody", "tfoot"):
-            self._close_in_scope({"thead", "tbody", "tfoot"}, {"table"})
-        elif tag == "option":
-            self._close_in_scope({"option"}, {"select"})
-
-    def _start(self, tag, attrs, selfclosing):
-        self._close_implied(tag)
-        parent = self.stack[-1]
-        node = Node(tag, {k: (v if v is not None else "") for k, v in attrs}, parent)
-        parent.children.append(node)
-        if not selfclosing and tag not in VOID:
-            self.stack.append(node)
-
-    def handle_endtag(self, tag):
-        hard = {"table"} - {tag} if tag in TABLE_PARTS else CELL_BOUNDARIES
-        for i in range(len(self.stack) - 1, 0, -1):
-            t = self.stack[i].tag
-            if t == tag:
-                del self.stack[i:]
-                return
-            if t in hard:
-                return
-
-    def handle_data(self, data):
-        parent = self.stack[-1]
-        if parent.children and isinstance(parent.children[-1], str):
-            parent.children[-1] += data
-        else:
-            parent.children.append(data)
+    Text nodes are strings (adjacent ones joined); comments and the doctype are left
+    out; an attribute without a value is ``""``. Raises
+    :class:`groundkit.extract.base.ExtractError` when the bytes are not valid in the
+    encoding the page declares."""
+    try:
+        from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser
+    except ImportError:
+        raise SystemExit("the converter parses HTML with selectolax: run it with the "
+                         "project's .venv/bin/python, or pip install 'groundkit[html]'"
+                         ) from None
+    text = decode_html(data).text
+    if _XHTML_ROOT.search(text):
+        text = close_empty_elements(text)
+    parser = LexborHTMLParser(text, options=LexborDocumentOptions.WO_EVENTS)
+    document = parser.root.parent if parser.root is not None else None
+    root = Node("#root")
+    if document is not None:
+        _copy_children(document, root)
+    return root
 
 
-def parse_html(text):
-    b = TreeBuilder()
-    b.feed(text)
-    b.close()
-    return b.root
+def close_empty_elements(text):
+    """An XHTML page with each self-closing non-void element (``<a id="x"/>``) written
+    as a start and an end tag (``<a id="x"></a>``); nothing else changes."""
+    def rewrite(m):
+        name = m.group("name")
+        if name is None or name.lower() in _VOID:
+            return m.group()
+        return f"<{name}{m.group('attrs')}></{name}>"
+
+    return _XHTML_TOKEN.sub(rewrite, text)
+
+
+def _copy_children(element, into):
+    """Copy lexbor's subtree below ``element`` into ``into`` (iteratively: any depth)."""
+    pending = [(element.first_child, into)]  # the next sibling to copy, and its parent
+    while pending:
+        node, parent = pending.pop()
+        while node is not None:
+            if node.is_text_node:
+                _append_text(parent, node.text_content or "")
+            elif node.is_element_node:
+                attrs = {k: v if v is not None else "" for k, v in node.attributes.items()}
+                el = Node(node.tag, attrs, parent)
+                parent.children.append(el)
+                if node.first_child is not None:
+                    pending.append((node.next, parent))
+                    node, parent = node.first_child, el
+                    continue
+            node = node.next
+
+
+def _append_text(parent, data):
+    if not data:
+        return
+    if parent.children and isinstance(parent.children[-1], str):
+        parent.children[-1] += data
+    else:
+        parent.children.append(data)
 
 
 def find_first(root, pred):
