@@ -115,7 +115,8 @@ def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[regi
 
         suite = questions_suite(args.collection, args.questions, home, home=args.home,
                                 embedding_cache=embeddings, log=log)
-        defaults = [registry.STAGES[registry.BASELINE], *_collection_dense(suite)]
+        defaults = [registry.STAGES[registry.BASELINE], registry.STAGES[registry.COLLAPSE],
+                    *_collection_dense(suite)]
     else:
         from evals.golden.suite import golden_suite
 

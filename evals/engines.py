@@ -5,7 +5,8 @@ terms for every unit and query, so a comparison isolates scoring from text
 analysis; units that match no query term are never returned (groundkit
 abstains the same way). :func:`stage_retriever` gives any stage its retriever:
 groundkit's own (:func:`groundkit.retrieval.modes.make_retriever`) or one of
-these, over the same units.
+these, over the same units; :func:`collapsed` folds duplicate units away for a
+stage that collapses them.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from evals.stages import Stage
+from groundkit.collection.search import MAX_TOP_K
 from groundkit.errors import MissingDependencyError, UsageError
 from groundkit.model import Contribution
 from groundkit.retrieval.base import Resources, Retriever, Scored
 from groundkit.retrieval.bm25 import BM25Params
+from groundkit.retrieval.collapse import CollapsedRetriever
 from groundkit.retrieval.fusion import FusionRetriever
 from groundkit.retrieval.modes import make_retriever
 from groundkit.text.analysis import Analyzer
@@ -189,6 +192,17 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
     if stage.engine in REFERENCES:
         return REFERENCES[stage.engine](unit_terms(), analyzer, params)
     raise UsageError(f"stage {stage.name!r}: engine {stage.engine!r} does not rank units")
+
+
+def collapsed(stage: Stage, retriever: Retriever,
+              unit_texts: Callable[[], Sequence[str]]) -> Retriever:
+    """``retriever`` with duplicate units folded away when ``stage.collapse`` asks, by
+    groundkit's own :class:`~groundkit.retrieval.collapse.CollapsedRetriever` over the units'
+    texts, looking as deep as ``grk search`` does (:data:`~groundkit.collection.search.MAX_TOP_K`;
+    deeper when the harness asks for more)."""
+    if not stage.collapse:
+        return retriever
+    return CollapsedRetriever(retriever, unit_texts, limit=MAX_TOP_K)
 
 
 def ranker(retriever: Retriever) -> Callable[[str, int], Ranked]:

@@ -63,6 +63,10 @@ class Stage:
     rerank: str | None = None
     """A cross-encoder re-scores the first stage's shortlist: ``replace`` or ``rrf``."""
     rerank_depth: int = 30
+    collapse: bool = False
+    """Duplicate passages (the same text, whitespace and case aside) folded into their
+    best-ranked place, the list filled from deeper: ``grk search``'s default
+    (:mod:`groundkit.retrieval.collapse`)."""
 
     def describe(self, units: str) -> str:
         """The description, ``{units}`` filled with the suite's unit (``1000-character chunks``)."""
@@ -115,6 +119,12 @@ register(Stage(name="bm25-chunk500", golden=True, chunking=ChunkerConfig(target=
 register(Stage(name="bm25-chunk2000", golden=True,
                chunking=ChunkerConfig(target=2000, overlap=300),
                description="BM25 over 2000-character chunks"))
+COLLAPSE = "bm25-collapse"
+"""Measured by default on golden versions and on a person's own collection."""
+register(Stage(name=COLLAPSE, golden=True, collapse=True,
+               description="BM25 with duplicate passages collapsed (grk search's default): a "
+               "passage found again elsewhere folds into its best-ranked place, the list filled "
+               "from deeper"))
 register(Stage(name="bm25-passages", chunking=ChunkerConfig(),
                description="BM25 over 1000-character passages (external: a document scores "
                "its best passage)"))

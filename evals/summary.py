@@ -1,6 +1,7 @@
 """The plain-text summary of a report that ``python -m evals run`` prints: one row per
-stage (metrics with delta and interval against the baseline), then the abstention gate,
-the extractive answers, the MCP stages, the stages not run and the checks."""
+stage (metrics with delta and interval against the baseline, distinct documents in the top
+10, abstention), then the abstention gate, the extractive answers, the MCP stages, the
+stages not run and the checks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evals.score import abstention
+from evals.score.metrics import DOCUMENTS
 
 
 def gate_lines(report: Mapping[str, Any], alpha: float = 0.1) -> list[str]:
@@ -73,7 +75,8 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
     measures = list(measures or report["measures"])
     comps = {(c["stage"], c["measure"]): c for c in report["comparisons"]}
     width = max([18, *(len(s["name"]) + 1 for s in report["stages"])])
-    head = f"{'stage':<{width}}" + "".join(f"{m:>30}" for m in measures) + f"{'abstained':>12}"
+    head = (f"{'stage':<{width}}" + "".join(f"{m:>30}" for m in measures) + f"{'docs@10':>9}"
+            + f"{'abstained':>12}")
     lines = [head, "-" * len(head)]
     for stage in report["stages"]:
         cells = []
@@ -83,10 +86,13 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
             cells.append(f"{value:.3f}" + (f"  {c['delta']:+.3f} [{c['ci_low']:+.3f},"
                                            f"{c['ci_high']:+.3f}]" if c else ""))
         ab = stage["abstention"]
+        docs = stage.get(DOCUMENTS)
         lines.append(f"{stage['name']:<{width}}" + "".join(f"{cell:>30}" for cell in cells)
+                     + (f"{docs:>9.2f}" if docs is not None else f"{'—':>9}")
                      + f"{ab['no_answer_abstained']:>8}/{ab['no_answer_total']:<3}")
-    lines.append("cells: value  delta vs baseline [95% bootstrap CI]; abstained: no-answer "
-                 "questions answered with nothing")
+    lines.append("cells: value  delta vs baseline [95% bootstrap CI]; docs@10: distinct "
+                 "documents in the top 10 (mean); abstained: no-answer questions answered with "
+                 "nothing")
     lines += gate_lines(report)
     lines += answer_lines(report)
     lines += mcp_lines(report)

@@ -28,7 +28,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import trec
-from evals.engines import BM25sRetriever, ranker, stage_retriever
+from evals.engines import BM25sRetriever, collapsed, ranker, stage_retriever
 from evals.external import stopwords
 from evals.external.dataset import positive_qrels
 from evals.external.materialise import DOC_CHUNKER
@@ -99,14 +99,18 @@ class ExternalSuite:
             analyzer = dataclasses.replace(analyzer, stopwords=stage.stopwords)
         params = stage.bm25 or self.prep.index_bm25
         resources = self._resources(stage, analyzer, params)
-        retriever = stage_retriever(stage, resources, analyzer, params,
-                                    lambda: self.prep.unit_terms(stage.chunking, analyzer))
+        retriever = collapsed(stage, stage_retriever(
+            stage, resources, analyzer, params,
+            lambda: self.prep.unit_terms(stage.chunking, analyzer)),
+            lambda: self.prep.units(stage.chunking).texts)
         config = {"engine": stage.engine, "mode": stage.mode, "options": dict(stage.options),
                   "units": "documents" if stage.chunking is None else "passages",
                   "chunker": (stage.chunking or DOC_CHUNKER).to_dict(),
                   "analyzer": analyzer.to_dict(), "bm25": params.to_dict(),
                   "embedding": stage.embedding,
                   "aggregation": "max score over a document's units"}
+        if stage.collapse:
+            config["collapse"] = "duplicate units folded into the best-ranked (grk search)"
         return _UnitRun(self.prep, stage, retriever, resources, config, description)
 
     def _resources(self, stage: Stage, analyzer: Analyzer, params: BM25Params) -> Resources:

@@ -25,7 +25,7 @@ from typing import Any
 import groundkit
 from evals import report as rpt
 from evals import rerank_stage
-from evals.engines import Ranked, scored, stage_retriever
+from evals.engines import Ranked, collapsed, scored, stage_retriever
 from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.evidence import EvidenceCache, Verdicts
 from evals.golden.judgments import judge
@@ -109,6 +109,8 @@ class CollectionSuite:
             "embedding": stage.embedding, "mode": stage.mode, "options": dict(stage.options)}
         if stage.engine != "groundkit":
             config["engine"] = stage.engine
+        if stage.collapse:
+            config["collapse"] = "duplicate passages folded into the best-ranked (grk search)"
         units = f"{settings.chunker.target}-character chunks"
         if stage.twin is not None:
             return McpRun(stage, coll, qrels, config, stage.describe(units), self._verdicts)
@@ -257,12 +259,14 @@ class _CollectionRun:
         self.config = config
         self.qrels: metrics.Qrels | None = qrels
         self.embedded = MODES[stage.mode].embedding and stage.engine == "groundkit"
-        self.bm25_ranked = stage.mode == "bm25" and stage.engine == "groundkit" and not stage.rerank
+        self.bm25_ranked = (stage.mode == "bm25" and stage.engine == "groundkit"
+                            and not stage.rerank and not stage.collapse)
         """Whether the stage ranks with the collection's own BM25 (its top is the evidence's)."""
-        self.retriever = rerank_stage.wrap(stage_retriever(
+        self.retriever = collapsed(stage, rerank_stage.wrap(stage_retriever(
             stage, snap, settings.analyzer, settings.bm25,
             lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
-            evidence.retrievers.setdefault(snap.name, {})), snap, stage)
+            evidence.retrievers.setdefault(snap.name, {})), snap, stage),
+            lambda: [c.text for c in snap.chunks()])
         self._pairs = getattr(self.retriever, "pairs", None)  # BM25, dense: see _ranked
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
@@ -286,15 +290,18 @@ class _CollectionRun:
             own = ranked[:TOP] if self.bm25_ranked else None
             self.signals[question.query_id] = self.evidence.signals(
                 self.snapshot, self.gate_mode, question.text, own)
-        stored = self.evidence.stored(self.snapshot, [s.position for s in top])
+        # the shown hits' chunks, and those down to the distinct documents' depth
+        stored = self.evidence.stored(self.snapshot, [
+            position for position, _ in ranked[:max(len(top), rpt.DOCUMENTS_DEPTH)]])
         records = []
-        for rank, (s, item) in enumerate(zip(top, stored, strict=True), start=1):
+        for rank, (s, item) in enumerate(zip(top, stored[:len(top)], strict=True), start=1):
             hit = Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation)
             records.append(rpt.HitRecord.from_hit(hit.to_dict(self.snapshot.name),
                                                   self.verdicts.of(self.snapshot, item)))
         ids = self.snapshot.chunk_ids()
         records += rpt.HitRecord.unshown_from(
-            len(top) + 1, [(ids[position], score) for position, score in ranked[shown:]])
+            len(top) + 1, [(ids[position], score) for position, score in ranked[len(top):]],
+            [item.chunk.doc_id for item in stored[len(top):]])
         return records
 
     def _ranked(self, query: str, depth: int, shown: int) -> tuple[Ranked, list[Scored]]:

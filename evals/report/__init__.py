@@ -2,6 +2,8 @@
 by :mod:`.files`; the source of truth), its HTML rendering (:mod:`.html`) and the comparison
 of two saved reports (:mod:`.compare`)."""
 
+from evals.score.metrics import DOCUMENTS, DOCUMENTS_DEPTH
+
 from .build import GATE_DEPTH, Scored, build_report, kept_hits, score_stage
 from .files import (
     DECIMALS,
@@ -32,6 +34,8 @@ from .model import (
 
 __all__ = [
     "DECIMALS",
+    "DOCUMENTS",
+    "DOCUMENTS_DEPTH",
     "GATE_DEPTH",
     "LIBRARIES",
     "SCHEMA_PATH",

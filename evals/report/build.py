@@ -1,9 +1,10 @@
 """The evaluation report: one schema-versioned JSON document, the source of truth.
 
 :func:`build_report` turns plain inputs (questions, qrels, each stage's ranked
-hits) into the report dict: per-stage metrics and abstention, comparisons with
-the baseline stage (Holm-adjusted across the whole report), breakdowns by
-question kind, trait and domain, and a per-question drill-down whose hits name
+hits) into the report dict: per-stage metrics, abstention and distinct documents
+in the top 10, comparisons with the baseline stage (Holm-adjusted across the
+whole report), breakdowns by question kind, trait and domain (:mod:`.breakdown`),
+and a per-question drill-down whose hits name
 their passage (document, span, text) by index into one ``passages`` table, so a
 passage shown by many stages and questions is stored once. :func:`write_json`
 (:mod:`.files`) validates it against ``schema/report.schema.json`` and writes it.
@@ -17,14 +18,16 @@ at least one gold answer; no-answer questions only count towards abstention.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from evals import forked
 from evals.score import abstention, metrics, stats
+from evals.score.metrics import DOCUMENTS, DOCUMENTS_DEPTH
 from groundkit.model import OFFSET_UNIT
 
+from .breakdown import breakdowns
 from .files import SCHEMA_VERSION, canonical, run_metadata
 from .model import HitRecord, Provenance, Question, ReportError, Settings, StageResult
 
@@ -66,7 +69,7 @@ def build_report(
         **_header(provenance, config, settings, measures, run),
         "baseline": baseline,
         "stages": [done[s.name].block for s in stages],
-        "breakdowns": _breakdowns(by_id, judged, scores),
+        "breakdowns": breakdowns(by_id, judged, scores),
         "passages": passages.rows,
     }
     blocks = [_question_block(by_id[q], stages, done, qrels, settings, passages)
@@ -118,7 +121,7 @@ GATE_DEPTH = 10
 
 def kept_hits(settings: Settings) -> int:
     """How many of each question's hits a report reads once its stage is scored: those it
-    shows, and the gate's depth."""
+    shows, and the gate's depth (the distinct documents are counted in the scoring)."""
     return max(settings.hits_shown, GATE_DEPTH)
 
 
@@ -191,18 +194,6 @@ def _judged(questions: Sequence[Question]) -> list[str]:
     return judged
 
 
-def _breakdowns(by_id: Mapping[str, Question], judged: list[str],
-                scores: Mapping[str, Any]) -> dict[str, Any]:
-    """Per-question scores grouped by kind, by trait and (when questions have one) by domain."""
-    out = {
-        "kind": _breakdown(by_id, judged, scores, lambda q: (q.kind,)),
-        "trait": _breakdown(by_id, judged, scores, lambda q: q.traits),
-    }
-    if any(q.domain for q in by_id.values()):
-        out["domain"] = _breakdown(by_id, judged, scores, lambda q: (q.domain,))
-    return out
-
-
 def _check_inputs(
     questions: Sequence[Question],
     qrels: metrics.Qrels,
@@ -268,7 +259,7 @@ def _stage_block(
 ) -> dict[str, Any]:
     no_answer = [q for q, question in by_id.items() if not question.gold]
     run = {q: {h.chunk_id: h.score for h in hits} for q, hits in stage.hits.items()}
-    return {
+    block = {
         "name": stage.name,
         "description": stage.description,
         "config": dict(stage.config),
@@ -276,6 +267,12 @@ def _stage_block(
         "metrics": metrics.aggregate(scores),
         "abstention": metrics.abstention(run, judged, no_answer),
     }
+    documents = metrics.distinct_documents(
+        {q: [h.doc_id for h in hits[:DOCUMENTS_DEPTH]] for q, hits in stage.hits.items()},
+        judged)
+    if documents is not None:
+        block[DOCUMENTS] = documents
+    return block
 
 
 def _comparisons(
@@ -293,28 +290,6 @@ def _comparisons(
         confidence=settings.confidence, seed=settings.seed)
     adjusted = stats.apply_holm(results)
     return [{**key, **asdict(c)} for key, c in zip(keys, adjusted, strict=True)]
-
-
-def _breakdown(
-    by_id: Mapping[str, Question],
-    judged: list[str],
-    scores: Mapping[str, metrics.PerQuery],
-    groups_of: Callable[[Question], Iterable[str]],
-) -> dict[str, Any]:
-    members: dict[str, list[str]] = {}
-    for query_id in judged:
-        for group in groups_of(by_id[query_id]):
-            members.setdefault(group, []).append(query_id)
-    return {
-        group: {
-            "n": len(ids),
-            "stages": {
-                stage: {m: sum(per[m][q] for q in ids) / len(ids) for m in per}
-                for stage, per in scores.items()
-            },
-        }
-        for group, ids in members.items()
-    }
 
 
 def _gate_items(stage: StageResult, by_id: Mapping[str, Question],

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.score.metrics import DOCUMENTS
+
 from .assets import CSS, SCRIPT
 from .gate_html import answers_section, gate_section, mcp_section
 from .markup import e, num, pval, signed
@@ -133,20 +135,23 @@ def _summary(report: Report) -> str:
                 )
             cells.append(f"<td>{cell}</td>")
         tag = ' <span class="tag">baseline</span>' if name == report["baseline"] else ""
+        docs = stage.get(DOCUMENTS)
         rows.append(
             f'<tr><th scope="row">{e(name)}{tag}<div class="desc">{e(stage["description"])}'
-            f'</div></th><td class="n">{stage["judged"]}</td>{"".join(cells)}</tr>'
+            f'</div></th><td class="n">{stage["judged"]}</td>{"".join(cells)}'
+            f'<td class="n">{"—" if docs is None else f"{docs:.2f}"}</td></tr>'
         )
     for name, reason in report["config"].get("skipped_stages", {}).items():
         rows.append(f'<tr class="not-measured"><th scope="row">{e(name)}</th><td class="n">—'
-                    f'</td><td colspan="{len(measures)}">{e(reason)}</td></tr>')
+                    f'</td><td colspan="{len(measures) + 1}">{e(reason)}</td></tr>')
     return (
         '<section><h2>Summary</h2><p class="note">Mean over every judged question (no result '
         "counts as 0). Under each mean: the difference from the baseline with its "
         f"{report['statistics']['confidence']:.0%} bootstrap interval, and the Holm-adjusted "
-        'p-value.</p><div class="scroll"><table id="summary"><thead><tr><th scope="col">'
-        f'stage</th><th scope="col">n</th>{head}</tr></thead><tbody>{"".join(rows)}'
-        "</tbody></table></div></section>"
+        "p-value. Documents: how many distinct documents the top 10 come from.</p>"
+        '<div class="scroll"><table id="summary"><thead><tr><th scope="col">'
+        f'stage</th><th scope="col">n</th>{head}<th scope="col">documents in top 10</th>'
+        f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>'
     )
 
 

@@ -71,14 +71,20 @@ class HitRecord(NamedTuple):
                    hit["score"], hit["text"], verdict)
 
     @classmethod
-    def unshown_from(cls, first: int, ranked: Iterable[tuple[str, float]]) -> list[HitRecord]:
+    def unshown_from(cls, first: int, ranked: Iterable[tuple[str, float]],
+                     doc_ids: Sequence[str] = ()) -> list[HitRecord]:
         """Hits below the shown ones, each ``(chunk_id, score)`` with its rank from ``first``
-        on and no passage or verdict (``doc_id`` and ``text`` empty, span 0–0); built
+        on and no passage or verdict (``text`` empty, span 0–0; ``doc_id`` from ``doc_ids``
+        for the first of them, down to the report's document depth, else empty); built
         with ``tuple.__new__`` (as ``_make`` is), not a Python call per record: a golden v2
         run holds over a million of them."""
         make = partial(tuple.__new__, cls)
-        return [make((rank, chunk_id, "", 0, 0, score, "", None))
-                for rank, (chunk_id, score) in enumerate(ranked, start=first)]
+        ranked = list(ranked)
+        n = min(len(doc_ids), len(ranked))
+        return [*(make((first + i, chunk_id, doc_ids[i], 0, 0, score, "", None))
+                  for i, (chunk_id, score) in enumerate(ranked[:n])),
+                *(make((rank, chunk_id, "", 0, 0, score, "", None))
+                  for rank, (chunk_id, score) in enumerate(ranked[n:], start=first + n))]
 
     def problem(self) -> str | None:
         """What makes this record invalid (a bad rank, span or verdict), or ``None``."""

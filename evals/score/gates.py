@@ -6,7 +6,8 @@
      "source": "make eval, 2026-11-30",  # how they were produced
      "stages": {"bm25": {"nDCG@10": {"value": 0.71, "tolerance": 0.005}, ...}}}
 
-Besides every stage's metrics and abstention counts, a report with a ``gate``
+Besides every stage's metrics, distinct documents in the top 10
+(``distinct_documents@10``) and abstention counts, a report with a ``gate``
 block pins each gated stage's abstention gate at alpha 0.1 (``gate.*``: its
 AUROC, false-answer rate and coverage on the test part, their re-split means,
 excess AURC), and the baseline stage carries the extractive answer stages
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.score import abstention
+from evals.score.metrics import DOCUMENTS
 from groundkit.errors import GroundkitError
 
 DEFAULT_TOLERANCE = 0.005
@@ -63,8 +65,11 @@ def check(report: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
 
 
 def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, float]:
-    """A stage's pinnable values: metrics, abstention counts and its gate at alpha 0.1."""
+    """A stage's pinnable values: metrics, distinct documents in the top 10, abstention
+    counts and its gate at alpha 0.1."""
     out = {**stage["metrics"], **{f"abstention.{k}": v for k, v in stage["abstention"].items()}}
+    if DOCUMENTS in stage:
+        out[DOCUMENTS] = stage[DOCUMENTS]
     gated = report.get("gate", {}).get("stages", {}).get(stage["name"])
     if gated is not None:
         scorer = gated["scorers"][abstention.default_label(gated["mode"])]

@@ -149,6 +149,28 @@ def abstention(
     }
 
 
+DOCUMENTS_DEPTH = 10
+"""How deep a stage's distinct documents are counted in a report."""
+DOCUMENTS = f"distinct_documents@{DOCUMENTS_DEPTH}"
+"""The name of that figure in a report's stage block (not an ir_measures measure: it
+needs no judgments)."""
+
+
+def distinct_documents(documents: Mapping[str, Sequence[str]], query_ids: Sequence[str],
+                       depth: int = DOCUMENTS_DEPTH) -> float | None:
+    """How many distinct documents the top ``depth`` results come from, averaged over
+    ``query_ids`` (no results: 0). ``documents`` maps a query to its results' documents in
+    rank order (the *document*, not the judged unit: a chunk's file); ``None`` when a result
+    there does not name its document (``""``)."""
+    counts = []
+    for query_id in query_ids:
+        top = documents.get(query_id, ())[:depth]
+        if "" in top:
+            return None
+        counts.append(len(set(top)))
+    return sum(counts) / len(counts) if counts else None
+
+
 def run_from_ranking(ranking: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
     """A run whose scores strictly decrease with rank (``n, n-1, ..., 1``)."""
     run: dict[str, dict[str, float]] = {}

@@ -101,8 +101,10 @@ def test_gates_pass_on_their_own_values_and_fail_loudly_outside_the_band(
 def test_the_summary_table_shows_deltas_with_intervals(golden: Path, tmp_path: Path) -> None:
     table = summary_table(run(golden, tmp_path / "out"), ["nDCG@10"])
     lines = table.splitlines()
-    assert lines[0].split() == ["stage", "nDCG@10", "abstained"]
+    assert lines[0].split() == ["stage", "nDCG@10", "docs@10", "abstained"]
     assert lines[3].startswith("bm25-nostem") and "[" in lines[3]
+    # q1 to q4 each match the words of one document only
+    assert lines[2].split()[2] == f"{(1 + 1 + 1 + 1) / 4:.2f}"
 
 
 def test_the_gil_switch_interval_is_restored_even_when_an_mcp_stage_fails() -> None:

@@ -51,6 +51,30 @@ def test_unshown_hits_are_records_with_a_rank_an_id_and_a_score_only():
     assert rp.HitRecord.unshown_from(1, []) == []
 
 
+def test_each_stage_counts_the_distinct_documents_of_its_top_ten():
+    bm25, hybrid = rp.build_report(**sample_inputs())["stages"]
+    # q1: two chunks of one document; q2: nothing (counts 0); q3 is not judged
+    assert bm25["distinct_documents@10"] == (1 + 0) / 2
+    assert hybrid["distinct_documents@10"] == (1 + 1) / 2
+
+
+def test_a_stage_whose_top_ten_do_not_name_their_documents_has_no_document_count():
+    inputs = sample_inputs()
+    bare = rp.HitRecord.unshown_from(1, [("c:a", 3.5), ("c:b", 1.25)])
+    inputs["stages"][0] = dataclasses.replace(inputs["stages"][0],
+                                              hits={"q1": bare, "q2": [], "q3": []})
+    report = rp.build_report(**inputs)
+    rp.validate(report)
+    assert "distinct_documents@10" not in report["stages"][0]
+    assert "distinct_documents@10" in report["stages"][1]
+
+
+def test_unshown_hits_name_their_document_when_it_is_given():
+    records = rp.HitRecord.unshown_from(6, [("c:x", 2.5), ("c:y", 1.0)], ["a.md"])
+    assert records == [rp.HitRecord(6, "c:x", "a.md", 0, 0, 2.5, ""),
+                       rp.HitRecord(7, "c:y", "", 0, 0, 1.0, "")]
+
+
 def _gated_inputs() -> dict:
     """Sixty questions over three gated stages (bm25 and two hybrids), split for the gate."""
     rng = np.random.default_rng(4)
