@@ -112,14 +112,14 @@ class McpRun:
 
 def _unshown(hit: dict[str, Any], stored: StoredChunk | None) -> rpt.HitRecord:
     """A hit below the shown ones, recorded as the direct stages record it (id, score and,
-    this high in the ranking, document); offsets that disagree with the stored chunk are
-    kept, so they differ."""
+    this high in the ranking, document; no passage, heading path or source); offsets that
+    disagree with the stored chunk are kept, so they differ."""
     agrees = stored is not None and (stored.chunk.start, stored.chunk.end, stored.chunk.doc_id
                                      ) == (hit["start"], hit["end"], hit["path"])
     if agrees:
         return rpt.HitRecord(rank=hit["rank"], chunk_id=hit["chunk_id"], doc_id=hit["path"],
                              start=0, end=0, score=hit["score"], text="")
-    return rpt.HitRecord.from_hit({**hit, "text": ""})
+    return rpt.HitRecord.from_hit({**hit, "text": "", "headings": (), "source": None})
 
 
 def latency(values: Sequence[float]) -> dict[str, float | int | None]:

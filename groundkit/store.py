@@ -215,11 +215,13 @@ class DocumentRow:
     root: str
     relpath: str
     sha256: str
+    extractor: str = ""
+    """The identity of the extractor that made its text view; empty for plain text."""
 
 
 def generation_documents(conn: sqlite3.Connection, generation: int) -> list[DocumentRow]:
     """The documents of ``generation``, by doc id."""
-    rows = conn.execute("SELECT doc_id, root, relpath, sha256 FROM documents "
+    rows = conn.execute("SELECT doc_id, root, relpath, sha256, extractor FROM documents "
                         "WHERE generation = ? ORDER BY doc_id", (generation,))
     return [DocumentRow(*row) for row in rows]
 

@@ -31,8 +31,8 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import extract
-from .errors import DecodeError, MissingDependencyError
+from .errors import DecodeError
+from .extract.reread import as_indexed
 from .model import Chunk, Status, Verdict
 from .sources import decode_bytes, lies_under, read_fd
 from .store import StoredChunk
@@ -235,25 +235,8 @@ def _view_text(stored: StoredChunk, data: bytes) -> str | Unreadable:
     """The text view of a changed file, made by the extractor that indexed it, or why
     it cannot be: the view of another format or extractor version would compare the
     cited span with text the index never saw."""
-    indexed = stored.chunk.extractor
-    fmt = indexed.split("/", 1)[0]
     try:
-        now = extract.for_file(stored.relpath, data)
-    except DecodeError as exc:
-        return Unreadable(f"file no longer extracts: {exc}")
-    if now != fmt:
-        return Unreadable(f"file changed format (indexed as {fmt.upper()}, now "
-                          f"{(now or 'plain text').upper()}): re-index the collection")
-    try:
-        installed = extract.identity_of(fmt)
-    except MissingDependencyError:
-        return Unreadable(f"the file changed and {extract.install_hint(fmt)}")
-    if installed != indexed:
-        return Unreadable(f"the file changed, and the installed extractor ({installed}) is "
-                          f"not the one that indexed it ({indexed}): re-index the collection")
-    try:
-        return extract.extract(fmt, data).text
+        return as_indexed(stored.relpath, data, stored.chunk.extractor).text
     except DecodeError as exc:  # ExtractError included
-        return Unreadable(f"file no longer extracts: {exc}")
-    except MissingDependencyError:
-        return Unreadable(f"the file changed and {extract.install_hint(fmt)}")
+        reason = str(exc)
+        return Unreadable(reason if reason.startswith("file ") else f"the file changed: {reason}")

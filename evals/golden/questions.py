@@ -27,6 +27,7 @@ from groundkit import store
 from groundkit.collection import Collection, IndexConfig
 from groundkit.collection.home import Home
 from groundkit.errors import DecodeError, IntegrityError, UsageError
+from groundkit.extract.reread import as_indexed
 from groundkit.sources import decode_bytes
 from groundkit.text.chunking import ChunkerConfig
 from groundkit.verify import Unreadable, read_inside
@@ -81,7 +82,8 @@ def warnings(golden: Golden) -> list[str]:
 
 
 def current_documents(coll: Collection) -> dict[str, str]:
-    """Every document's text as it is now; ``IntegrityError`` if any changed since indexing."""
+    """Every document's text as it is now (an extracted format's text view, made by the
+    extractor that indexed it); ``IntegrityError`` if any changed since indexing."""
     snap = coll.snapshot
     texts, changed = {}, []
     for row in store.generation_documents(snap.conn, snap.generation):
@@ -93,8 +95,9 @@ def current_documents(coll: Collection) -> dict[str, str]:
             changed.append(f"{row.doc_id} (modified)")
             continue
         try:
-            texts[row.doc_id] = decode_bytes(raw).text
-        except DecodeError as exc:  # pragma: no cover - it decoded when it was indexed
+            texts[row.doc_id] = (as_indexed(row.relpath, raw, row.extractor).text
+                                 if row.extractor else decode_bytes(raw).text)
+        except DecodeError as exc:  # the extractor changed; plain text decoded when indexed
             changed.append(f"{row.doc_id} ({exc})")
     if changed:
         raise IntegrityError(

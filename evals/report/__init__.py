@@ -30,6 +30,7 @@ from .model import (
     ReportError,
     Settings,
     StageResult,
+    compact_source,
 )
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "StageResult",
     "build_report",
     "canonical",
+    "compact_source",
     "dumps",
     "environment",
     "git_commit",

@@ -42,6 +42,7 @@ details.question .body{padding:2px 12px 10px}
 padding:0 4px;margin-left:4px;background:#fff;font-variant-numeric:tabular-nums}
 .gold{margin:4px 0;padding-left:20px}.where{color:var(--muted);font-size:12px}
 table.hits{width:100%}.hits td.text{white-space:pre-wrap;width:60%;font-size:12.5px}
+.hits .loc{white-space:nowrap}.hits .crumbs{color:var(--fg);margin-top:2px}
 mark{background:var(--mark)}
 tr.rel1>td:first-child,tr.rel2>td:first-child{box-shadow:inset 3px 0 var(--good)}
 .verdict.verified{color:var(--good)}.verdict.drifted{color:#b26a00}
@@ -60,11 +61,22 @@ SCRIPT = """
   var items = Array.prototype.slice.call(document.querySelectorAll("details.question"));
   var segmentChars = {};
   function passage(index) {
-    // [doc_id, start, end, text]: a slice, in code points, of a stitched segment.
+    // [doc_id, start, end, text, place]: a slice, in code points, of a stitched segment,
+    // and its [heading path, source label] (null when it has neither).
     var p = data.passages[index], seg = data.segments[p[0]];
     if (!segmentChars[p[0]]) { segmentChars[p[0]] = Array.from(seg[2]); }
     var chars = segmentChars[p[0]].slice(p[1], p[1] + p[2]);
-    return [seg[0], seg[1] + p[1], seg[1] + p[1] + p[2], chars.join("")];
+    return [seg[0], seg[1] + p[1], seg[1] + p[1] + p[2], chars.join(""),
+            p.length > 3 ? data.places[p[3]] : null];
+  }
+  function where(p) {
+    // The document and span; beside them the source (pages, bytes), under them the headings.
+    var cell = el("td", "desc", p[0] + " [" + p[1] + ", " + p[2] + ")");
+    if (p[4] && p[4][1]) { cell.appendChild(el("span", "loc", " · " + p[4][1])); }
+    if (p[4] && p[4][0].length) {
+      cell.appendChild(el("div", "crumbs", p[4][0].join(" \\u203a ")));  // A › B › C
+    }
+    return cell;
   }
   function el(tag, cls, content) {
     var node = document.createElement(tag);
@@ -119,7 +131,7 @@ SCRIPT = """
       var p = passage(h[0]), tr = el("tr", "rel" + Math.min(h[2], 2));
       var verdict = data.verdicts[h[3]];
       tr.appendChild(el("td", "", String(i + 1)));
-      tr.appendChild(el("td", "desc", p[0] + " [" + p[1] + ", " + p[2] + ")"));
+      tr.appendChild(where(p));
       tr.appendChild(el("td", "", String(h[1])));
       tr.appendChild(el("td", "", String(h[2])));
       tr.appendChild(el("td", "verdict " + verdict, verdict));

@@ -4,10 +4,11 @@
 hits) into the report dict: per-stage metrics, abstention and distinct documents
 in the top 10, comparisons with the baseline stage (Holm-adjusted across the
 whole report), breakdowns by question kind, trait and domain (:mod:`.breakdown`),
-and a per-question drill-down whose hits name
-their passage (document, span, text) by index into one ``passages`` table, so a
-passage shown by many stages and questions is stored once. :func:`write_json`
-(:mod:`.files`) validates it against ``schema/report.schema.json`` and writes it.
+and a per-question drill-down whose hits name their passage (document, span, text,
+and its heading path and source locator when it has them) by index into one
+``passages`` table, so a passage shown by many stages and questions is stored once.
+:func:`write_json` (:mod:`.files`) validates it against ``schema/report.schema.json``
+and writes it.
 
 Determinism: for a fixed input the output is byte-identical except the ``run``
 block (time, host). Keys are sorted, floats rounded to :data:`DECIMALS`
@@ -319,18 +320,27 @@ def _rivals(by_id: Mapping[str, Question], stages: Sequence[StageResult],
 
 
 class _Passages:
-    """The passages shown hits point at, each stored once, numbered in order of first use."""
+    """The passages shown hits point at, each stored once, numbered in order of first use;
+    a passage under headings has its heading path, one from an extracted format its source
+    (both left out when empty, as for an external suite's documents)."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
-        self._index: dict[tuple[str, int, int, str], int] = {}
+        self._index: dict[tuple[Any, ...], int] = {}
 
     def index(self, hit: HitRecord) -> int:
-        key = (hit.doc_id, hit.start, hit.end, hit.text)
+        source = hit.source
+        key = (hit.doc_id, hit.start, hit.end, hit.text, hit.headings,
+               None if source is None else repr(sorted(source.items())))
         if key not in self._index:
             self._index[key] = len(self.rows)
-            self.rows.append({"doc_id": hit.doc_id, "start": hit.start, "end": hit.end,
-                              "text": hit.text})
+            row: dict[str, Any] = {"doc_id": hit.doc_id, "start": hit.start, "end": hit.end,
+                                   "text": hit.text}
+            if hit.headings:
+                row["headings"] = list(hit.headings)
+            if source is not None:
+                row["source"] = dict(source)
+            self.rows.append(row)
         return self._index[key]
 
 

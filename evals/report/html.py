@@ -21,7 +21,7 @@ from evals.score.metrics import DOCUMENTS
 
 from .assets import CSS, SCRIPT
 from .gate_html import answers_section, gate_section, mcp_section
-from .markup import e, num, pval, signed
+from .markup import e, num, pval, signed, source_label
 
 Report = Mapping[str, Any]
 
@@ -290,6 +290,8 @@ def _drilldown_data(report: Report) -> str:
     (several chunkings, several stages) become one stretch of its text, and a
     passage is (segment, offset, length) in code points. Passages whose texts do
     not agree where they overlap (snippets of external documents) keep their own.
+    A passage under headings or from an extracted format has a fourth item: its
+    *place*, the heading path and source label it shares with others (:func:`_places`).
     """
     stages = [s["name"] for s in report["stages"]]
     measures = list(report["measures"])
@@ -297,6 +299,7 @@ def _drilldown_data(report: Report) -> str:
     data = {
         "stages": stages, "measures": measures, "verdicts": list(VERDICT_CODES),
         "segments": segments, "passages": passages,
+        "places": _places(report["passages"], passages),
         "questions": [
             {"gold": [[g["doc_id"], g["start"], g["end"], g["quote"]] for g in q["gold"]],
              "traits": q["traits"], "domain": q["domain"], "split": q["split"],
@@ -328,6 +331,22 @@ def _segments(rows: Sequence[Mapping[str, Any]]) -> tuple[list[list[Any]], list[
         segments.append([doc, start, text])
         located[i] = [len(segments) - 1, 0, len(text)]
     return segments, [located[i] for i in range(len(rows))]
+
+
+def _places(rows: Sequence[Mapping[str, Any]], located: Sequence[list[int]]) -> list[list[Any]]:
+    """``[[heading, ...], source label]`` for every distinct place a passage names, each
+    once (a section's chunks share their heading path); each such passage's ``located``
+    entry gets the index of its place."""
+    places: list[list[Any]] = []
+    index: dict[tuple[tuple[str, ...], str], int] = {}
+    for row, where in zip(rows, located, strict=True):
+        key = (tuple(row.get("headings", ())), source_label(row.get("source")))
+        if key[0] or key[1]:
+            if key not in index:
+                index[key] = len(places)
+                places.append([list(key[0]), key[1]])
+            where.append(index[key])
+    return places
 
 
 def _stage_data(entry: Mapping[str, Any], measures: Sequence[str]) -> list[Any]:

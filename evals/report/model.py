@@ -52,7 +52,10 @@ class HitRecord(NamedTuple):
 
     A run holds a million of them, most below the shown hits, so it is a named tuple
     (built in a third of a frozen dataclass's time); :meth:`problem` is checked for
-    every record when a report is built.
+    every record when a report is built. A shown hit also names where its passage sits:
+    ``headings``, its heading path (outermost first), and ``source``, its compact
+    locator (:func:`compact_source`: the PDF pages, or a byte range of the raw file);
+    below the shown hits both stay empty.
     """
 
     rank: int
@@ -63,27 +66,30 @@ class HitRecord(NamedTuple):
     score: float
     text: str
     verdict: str | None = None
+    headings: tuple[str, ...] = ()
+    source: Mapping[str, Any] | None = None
 
     @classmethod
     def from_hit(cls, hit: Mapping[str, Any], verdict: str | None = None) -> HitRecord:
         """The record of a hit in its one serialised form (:meth:`groundkit.model.Hit.to_dict`)."""
         return cls(hit["rank"], hit["chunk_id"], hit["path"], hit["start"], hit["end"],
-                   hit["score"], hit["text"], verdict)
+                   hit["score"], hit["text"], verdict, tuple(hit.get("headings") or ()),
+                   compact_source(hit.get("source")))
 
     @classmethod
     def unshown_from(cls, first: int, ranked: Iterable[tuple[str, float]],
                      doc_ids: Sequence[str] = ()) -> list[HitRecord]:
         """Hits below the shown ones, each ``(chunk_id, score)`` with its rank from ``first``
-        on and no passage or verdict (``text`` empty, span 0–0; ``doc_id`` from ``doc_ids``
-        for the first of them, down to the report's document depth, else empty); built
-        with ``tuple.__new__`` (as ``_make`` is), not a Python call per record: a golden v2
-        run holds over a million of them."""
+        on and no passage, verdict, headings or source (``text`` empty, span 0–0; ``doc_id``
+        from ``doc_ids`` for the first of them, down to the report's document depth, else
+        empty); built with ``tuple.__new__`` (as ``_make`` is), not a Python call per
+        record: a golden v2 run holds over a million of them."""
         make = partial(tuple.__new__, cls)
         ranked = list(ranked)
         n = min(len(doc_ids), len(ranked))
-        return [*(make((first + i, chunk_id, doc_ids[i], 0, 0, score, "", None))
+        return [*(make((first + i, chunk_id, doc_ids[i], 0, 0, score, "", None, (), None))
                   for i, (chunk_id, score) in enumerate(ranked[:n])),
-                *(make((rank, chunk_id, "", 0, 0, score, "", None))
+                *(make((rank, chunk_id, "", 0, 0, score, "", None, (), None))
                   for rank, (chunk_id, score) in enumerate(ranked[n:], start=first + n))]
 
     def problem(self) -> str | None:
@@ -93,6 +99,34 @@ class HitRecord(NamedTuple):
         if self.verdict is not None and self.verdict not in VERDICTS:
             return f"hit {self.chunk_id!r}: verdict must be one of {VERDICTS}"
         return None
+
+
+def compact_source(source: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A hit's source locator (``Hit.to_dict()["source"]``) as the report records it:
+    ``{"format", "pages"}`` for a PDF (each page once, in text order); else ``{"format",
+    "byte_start", "byte_end"}``, the raw bytes the pieces in the first piece's ``part``
+    cover, with that ``part`` (a zip member: ``word/document.xml``) when there is one and
+    ``parts`` when the passage spans several. ``None`` for a plain-text or Markdown hit."""
+    if not source:
+        return None
+    spans = source.get("spans") or ()
+    out: dict[str, Any] = {"format": str(source["format"])}
+    pages = [s["page"] for s in spans if s.get("page") is not None]
+    if pages:
+        out["pages"] = list(dict.fromkeys(pages))
+        return out
+    ranged = [s for s in spans if s.get("byte_start") is not None and s.get("byte_end") is not None]
+    if ranged:
+        part = ranged[0].get("part")
+        first = [s for s in ranged if s.get("part") == part]
+        out["byte_start"] = min(s["byte_start"] for s in first)
+        out["byte_end"] = max(s["byte_end"] for s in first)
+        if part is not None:
+            out["part"] = str(part)
+        parts = len({s.get("part") for s in ranged})
+        if parts > 1:
+            out["parts"] = parts
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
