@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test lint typecheck golden-lint pytest eval eval-v1 bench lock browser inspector clean
+.PHONY: help venv test lint typecheck golden-lint pytest eval eval-v1 bench bench-docs fuzz lock browser inspector clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -69,8 +69,31 @@ eval-v1: $(STAMP) ## the same run on golden v1, with its own gates
 	$(PY) -m evals run --golden golden/v1 --out evals/results/v1 --html reports/latest-v1.html \
 	  --expected evals/expected/golden-v1.json
 
-bench: $(STAMP) ## benchmarks: throughput, latency, memory, with ratios against peers
+bench: $(STAMP) bench-docs ## benchmarks: throughput, latency, memory, with ratios against peers
 	$(PY) bench/run_all.py
+
+# Mutated real files through every extractor; .bench/fuzz.json, failing inputs in
+# .bench/fuzz-failures/. Uses the debian-handbook's pages as HTML seeds when installed.
+FUZZ_N    ?= 2000
+FUZZ_SEED ?= 28
+
+fuzz: $(STAMP) ## fuzz every extractor (FUZZ_N mutated inputs each): fails on a crash, hang or traceback
+	$(PY) bench/fuzz_extract.py --n $(FUZZ_N) --seed $(FUZZ_SEED)
+
+# Debian packages bench/bench_extract.py reads: its documents, poppler's pdftotext (the PDF
+# reference) and Chromium (the HTML reference). Missing ones make rows "not measured".
+BENCH_DEBS := gnuplot-doc r-doc-pdf debian-handbook poppler-utils chromium
+
+bench-docs: ## install the Debian documents and tools bench_extract.py measures with, if missing
+	@missing=""; for p in $(BENCH_DEBS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+	      || echo "apt-get install$$missing failed (bench_extract.py rows will say not measured)"; \
+	  else echo "not installed and cannot apt-get them:$$missing (bench_extract.py rows will say not measured)"; fi; \
+	fi
 
 lock: ## re-resolve requirements.lock from pyproject.toml (deliberate commit)
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv

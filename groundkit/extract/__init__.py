@@ -14,12 +14,14 @@ skipped with the install command.
 from __future__ import annotations
 
 import importlib
+import lzma
 import zipfile
 from io import BytesIO
 from pathlib import PurePosixPath
 
 from ..errors import MissingDependencyError
 from .base import DEFAULT_LIMITS, ExtractError, Extractor, Heading, Limits, Segment, TextView
+from .zipsafe import _ZIP_ERRORS
 
 __all__ = [
     "DEFAULT_LIMITS", "EXTRACTORS", "ExtractError", "Extractor", "Heading", "Limits",
@@ -76,7 +78,7 @@ def _zip_format(data: bytes) -> str | None:
                         return "odt"
             if "word/document.xml" in names and "[Content_Types].xml" in names:
                 return "docx"
-    except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError):
+    except (*_ZIP_ERRORS, lzma.LZMAError):  # a corrupt mimetype member, however packed
         return None
     return None
 

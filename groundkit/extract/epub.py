@@ -21,7 +21,10 @@ container (:func:`~groundkit.extract.zipsafe.check_name`): a spine item pointing
 :class:`~groundkit.extract.base.ExtractError` and is never read. So does a spine entry
 missing from the manifest or the container (fail closed, rather than index a book
 with holes). The container itself is read through
-:class:`~groundkit.extract.zipsafe.SafeZip`.
+:class:`~groundkit.extract.zipsafe.SafeZip`. Chapters that unpack to more than
+``Limits.isolate_above`` bytes together are parsed in a child process with a time and
+memory limit (:mod:`~groundkit.extract.sandbox`), as a large HTML file is: a small
+container can hold large chapters.
 """
 
 from __future__ import annotations
@@ -118,18 +121,28 @@ class EpubExtractor:
         return f"{self.name}/{versions};{ALGORITHM},html-{OPTIONS}"
 
     def extract(self, data: bytes, limits: Limits) -> TextView:
-        from .html import markup_view
-
-        views: list[TextView] = []
         with SafeZip(data, limits) as archive:
-            for name in spine(archive):
-                chapter = archive.read(name)
-                if chapter:
-                    views.append(markup_view(chapter, part=name, limits=limits))
-        view = join_views("epub", views)
-        if len(view.text) > limits.max_view_chars:
-            raise ExtractError(f"text view longer than {limits.max_view_chars} characters")
-        return view
+            chapters = [(name, archive.read(name)) for name in spine(archive)]
+        if sum(len(chapter) for _, chapter in chapters) > limits.isolate_above:
+            # A small file can unpack to large chapters, and lexbor's time grows with the
+            # square of the nesting depth: past the limit they are parsed as a large HTML
+            # file is, in a child with a time and memory limit.
+            from .sandbox import isolate
+
+            return isolate(lambda: _view(chapters, limits), timeout_s=limits.timeout_s,
+                           memory_bytes=limits.memory_bytes)
+        return _view(chapters, limits)
+
+
+def _view(chapters: list[tuple[str, bytes]], limits: Limits) -> TextView:
+    """The book's view: its non-empty chapters read as HTML, joined."""
+    from .html import markup_view
+
+    view = join_views("epub", [markup_view(chapter, part=name, limits=limits)
+                               for name, chapter in chapters if chapter])
+    if len(view.text) > limits.max_view_chars:
+        raise ExtractError(f"text view longer than {limits.max_view_chars} characters")
+    return view
 
 
 EXTRACTORS: dict[str, Extractor] = {"epub": EpubExtractor()}
