@@ -9,8 +9,6 @@ from __future__ import annotations
 import html
 import importlib.metadata
 import re
-import zipfile
-from io import BytesIO
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,8 @@ from groundkit.extract.epub import EXTRACTORS
 from groundkit.extract.html import OPTIONS
 from groundkit.extract.zipsafe import SafeZip
 
+from .zips import members, packed
+
 FIXTURE = Path(__file__).parent / "fixtures" / "office" / "handbook.epub"
 CHAPTERS = ["EPUB/text/title_page.xhtml"] + [f"EPUB/text/ch00{i}.xhtml" for i in range(1, 5)]
 CONTAINER = ('<?xml version="1.0"?><container version="1.0" '
@@ -32,17 +32,8 @@ CONTAINER = ('<?xml version="1.0"?><container version="1.0" '
 XHTML = "application/xhtml+xml"
 
 
-def members(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(BytesIO(data)) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
 
 
-def packed(files: dict[str, bytes | str]) -> bytes:
-    buffer = BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def page(body: str) -> str:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import html
 import importlib.metadata
 import re
-import zipfile
-from io import BytesIO
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,8 @@ from groundkit.extract import extract, extractor, for_file
 from groundkit.extract.base import ExtractError, Limits, TextView
 from groundkit.extract.office import EXTRACTORS
 
+from .zips import members, packed
+
 FIXTURES = Path(__file__).parent / "fixtures" / "office"
 MAIN = {"docx": "word/document.xml", "odt": "content.xml"}
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
@@ -31,17 +31,8 @@ ODF = " ".join(f'xmlns:{p}="urn:oasis:names:tc:opendocument:xmlns:{n}"' for p, n
     ("draw", "drawing:1.0"), ("svg", "svg-compatible:1.0")))
 
 
-def members(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(BytesIO(data)) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
 
 
-def packed(files: dict[str, bytes | str]) -> bytes:
-    buffer = BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def docx(body: str, styles: str = "", **notes: str) -> bytes:

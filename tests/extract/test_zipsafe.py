@@ -24,6 +24,8 @@ from groundkit.extract.zipsafe import (
     xml_tree,
 )
 
+from .zips import packed
+
 MiB = 2**20
 
 
@@ -63,12 +65,6 @@ def raw_zip(members: list[Member]) -> bytes:
     return bytes(out + central + end)
 
 
-def packed(members: dict[str, bytes]) -> bytes:
-    buffer = BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def refusal(data: bytes, member: str | None = None, limits: Limits | None = None) -> str:
