@@ -5,11 +5,15 @@ A golden version lives in ``golden/vN/``::
     docs/<path>        the documents (doc_id = POSIX path relative to docs/)
     questions.jsonl    one question per line (schema in golden/README.md)
     MANIFEST.json      sha256 of every file, counts and (v2 on) the split; generated
+    twins/<path>       (v3 on) the original HTML of documents converted from it
 
 Document text is the file's bytes decoded exactly as groundkit decodes them
 (:func:`groundkit.sources.decode_bytes`: UTF-8, a leading BOM stripped, no
-newline translation, no normalisation); answer offsets are code points of that
-text. A released version is never edited: any change makes ``golden/vN+1/``.
+newline translation, no normalisation), or for a file in an extracted format
+(PDF, HTML, DOCX, ODT, EPUB: :func:`groundkit.extract.for_file`) its text view as
+groundkit indexes it; answer offsets are code points of that text. The manifest
+records each extracted document's extractor identity: another extractor could make
+another view, so a different installed one is a problem, never a silent shift. A released version is never edited: any change makes ``golden/vN+1/``.
 Each version is checked with the rules it was released under
 (:func:`evals.golden.model.rules_for`).
 """
@@ -25,7 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from groundkit.errors import DecodeError, IntegrityError
+from groundkit import extract
+from groundkit.errors import DecodeError, IntegrityError, MissingDependencyError
 from groundkit.sources import decode_bytes
 
 from . import split
@@ -36,6 +41,7 @@ from .rules import domain_of, question_problems
 DOCS_DIR = "docs"
 QUESTIONS_FILE = "questions.jsonl"
 MANIFEST_FILE = "MANIFEST.json"
+TWINS_DIR = "twins"
 
 
 @dataclass(slots=True)
@@ -46,6 +52,7 @@ class _Scan:
     rules: Rules
     documents: dict[str, str] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
+    extractors: dict[str, str] = field(default_factory=dict)  # doc_id -> extractor identity
     questions: list[Question] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     incomplete: set[str] = field(default_factory=set)  # ids whose record had problems
@@ -68,7 +75,7 @@ def load_golden(path: str | Path, *, coverage: bool = True, rules: bool = True) 
     parts = scan.manifest.get("split", {}).get("questions", {})
     questions = tuple(replace(q, split=parts.get(q.id, "")) for q in scan.questions)
     return Golden(version=version_of(scan.root), root=scan.root, documents=dict(scan.documents),
-                  questions=questions)
+                  questions=questions, extractors=dict(scan.extractors))
 
 
 def lint_golden(path: str | Path, *, coverage: bool = True) -> list[str]:
@@ -91,6 +98,8 @@ def write_manifest(path: str | Path, *, force: bool = False) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "golden_version": version_of(root), "files": dict(sorted(scan.checksums.items())),
         "counts": counts(scan.documents, scan.questions, scan.rules)}
+    if scan.extractors:
+        manifest["extractors"] = dict(sorted(scan.extractors.items()))
     if scan.rules.split:
         manifest["split"] = {"seed": split.SEED, "pattern": list(split.PATTERN),
                              "questions": split.assign(scan.questions)}
@@ -175,24 +184,46 @@ def _scan(root: Path, *, coverage: bool, rules: bool = True) -> _Scan:
     return scan
 
 
-def read_documents(docs: Path) -> tuple[dict[str, str], dict[str, str], list[str]]:
-    """``(doc_id -> text, doc_id -> sha256, problems)`` for every file under ``docs``."""
+@dataclass(frozen=True, slots=True)
+class Documents:
+    """Every file under a ``docs/`` folder, read as the harness indexes it."""
+
+    texts: dict[str, str]
+    """doc_id -> the decoded text, or an extracted format's text view."""
+    checksums: dict[str, str]
+    """doc_id -> sha256 of the file's bytes."""
+    extractors: dict[str, str]
+    """doc_id -> the identity of the extractor that made its view (extracted formats)."""
+    problems: list[str]
+
+
+def read_documents(docs: Path) -> Documents:
+    """Read every file under ``docs``: decoded text, or the text view of an extracted format."""
     texts: dict[str, str] = {}
     checksums: dict[str, str] = {}
+    extractors: dict[str, str] = {}
     problems = []
     for file in sorted(p for p in docs.rglob("*") if p.is_file()):
         doc_id = file.relative_to(docs).as_posix()
         data = file.read_bytes()
         checksums[doc_id] = hashlib.sha256(data).hexdigest()
         try:
+            fmt = extract.for_file(doc_id, data)
+            if fmt is not None:
+                extractors[doc_id] = extract.identity_of(fmt)
+                texts[doc_id] = extract.extract(fmt, data).text
+                continue
             decoded = decode_bytes(data)
+        except MissingDependencyError as exc:
+            problems.append(f"{DOCS_DIR}/{doc_id}: {exc}")
+            continue
         except DecodeError as exc:
             problems.append(f"{DOCS_DIR}/{doc_id}: cannot be decoded: {exc}")
             continue
         if decoded.encoding != "utf-8":
             problems.append(f"{DOCS_DIR}/{doc_id}: must be UTF-8, found {decoded.encoding}")
         texts[doc_id] = decoded.text
-    return texts, checksums, problems
+    return Documents(texts, checksums, extractors, problems)
 
 
 def _read_documents(scan: _Scan) -> None:
@@ -200,9 +231,15 @@ def _read_documents(scan: _Scan) -> None:
     if not docs.is_dir():
         scan.problems.append(f"{DOCS_DIR}/: missing")
         return
-    scan.documents, checksums, problems = read_documents(docs)
-    scan.checksums.update({f"{DOCS_DIR}/{d}": sha for d, sha in checksums.items()})
-    scan.problems.extend(problems)
+    read = read_documents(docs)
+    scan.documents, scan.extractors = read.texts, read.extractors
+    scan.checksums.update({f"{DOCS_DIR}/{d}": sha for d, sha in read.checksums.items()})
+    scan.problems.extend(read.problems)
+    twins = scan.root / TWINS_DIR
+    if twins.is_dir():  # checksummed like the documents; read by evals.golden.twins
+        scan.checksums.update({
+            f"{TWINS_DIR}/{p.relative_to(twins).as_posix()}": hashlib.sha256(
+                p.read_bytes()).hexdigest() for p in sorted(twins.rglob("*")) if p.is_file()})
 
 
 def _read_questions(scan: _Scan) -> None:
@@ -254,6 +291,15 @@ def _check_manifest(scan: _Scan) -> None:
     if manifest.get("golden_version") != version_of(scan.root):
         scan.problems.append(f"{MANIFEST_FILE}: golden_version {manifest.get('golden_version')!r}"
                              f" does not match the folder name {scan.root.resolve().name!r}")
+    recorded = manifest.get("extractors") or {}
+    for doc_id in sorted(set(recorded) | set(scan.extractors)):
+        if recorded.get(doc_id) != scan.extractors.get(doc_id):
+            scan.problems.append(
+                f"{DOCS_DIR}/{doc_id}: {MANIFEST_FILE} pins extractor "
+                f"{recorded.get(doc_id) or '(none: plain text)'}, installed is "
+                f"{scan.extractors.get(doc_id) or '(none: plain text)'}; another extractor can "
+                "make another text view, so quote offsets would shift: install the pinned "
+                "libraries (requirements.lock)")
     if manifest.get("counts") != counts(scan.documents, scan.questions, scan.rules):
         scan.problems.append(f"{MANIFEST_FILE}: counts do not match the documents and questions")
     if scan.rules.split:

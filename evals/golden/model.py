@@ -57,6 +57,8 @@ class Golden:
     root: Path
     documents: dict[str, str]
     questions: tuple[Question, ...]
+    extractors: dict[str, str] = field(default_factory=dict)
+    """doc_id -> extractor identity, for documents in an extracted format (v3 on)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,8 +4,11 @@
     python golden/tools/author.py overlap "QUESTION" "QUOTE" ["QUOTE" ...]
     python golden/tools/author.py check golden/v2-drafts/DOMAIN.jsonl [--golden golden/v2]
     python golden/tools/author.py grep "pattern" [--golden golden/v2]
+    python golden/tools/author.py view DOC_ID [--start N] [--length N] [--golden golden/v3]
 
-``locate`` matches the words with any whitespace between them and prints the
+``view`` prints a document as the harness reads it: for a PDF, HTML, DOCX, ODT or
+EPUB file its text view (what groundkit indexes and quotes are anchored in), with
+the code-point offset of every 20th line. ``locate`` matches the words with any whitespace between them and prints the
 exact text as a JSON string (ready to paste as a quote) and how often it
 occurs. ``check`` applies every per-question lint rule of the version (the
 corpus-wide minimums are checked on the assembled version by
@@ -31,10 +34,10 @@ from evals.golden.rules import question_problems, shared_stems  # noqa: E402
 
 
 def _documents(golden: Path) -> dict[str, str]:
-    texts, _, problems = read_documents(golden / "docs")
-    for problem in problems:
+    read = read_documents(golden / "docs")
+    for problem in read.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    return texts
+    return read.texts
 
 
 def locate(args: argparse.Namespace) -> int:
@@ -96,6 +99,23 @@ def grep(args: argparse.Namespace) -> int:
     return 0
 
 
+def view(args: argparse.Namespace) -> int:
+    docs = _documents(args.golden)
+    if args.doc_id not in docs:
+        print(f"no document {args.doc_id!r}")
+        return 1
+    text = docs[args.doc_id]
+    end = len(text) if args.length is None else min(len(text), args.start + args.length)
+    print(f"# {args.doc_id}: {len(text)} code points; showing [{args.start}, {end})")
+    offset = args.start
+    for n, line in enumerate(text[args.start:end].splitlines(keepends=True)):
+        prefix = f"[{offset}] " if n % 20 == 0 else ""
+        sys.stdout.write(prefix + line)
+        offset += len(line)
+    print()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -115,6 +135,11 @@ def main() -> int:
     p = sub.add_parser("grep", help="every match of a regex in the corpus, with context")
     p.add_argument("pattern")
     p.set_defaults(run=grep)
+    p = sub.add_parser("view", help="print a document's text (an extracted format's text view)")
+    p.add_argument("doc_id")
+    p.add_argument("--start", type=int, default=0, help="first code point shown")
+    p.add_argument("--length", type=int, default=None, help="code points shown (default: all)")
+    p.set_defaults(run=view)
     args = parser.parse_args()
     return int(args.run(args))
 
