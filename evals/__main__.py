@@ -87,6 +87,9 @@ def run_options(run: argparse.ArgumentParser) -> None:
                      help="rank every stage in this process, one group after the other, "
                      "instead of in two forked workers beside it (same report; for debugging "
                      "and profiling)")
+    run.add_argument("--no-twins", action="store_true",
+                     help="golden v3 on: skip the two-formats measurement (the v2 documents "
+                     "indexed from their original HTML against their Markdown conversions)")
     _running(run)
     run.set_defaults(handler=cli.cmd_run, command="run")
 

@@ -60,6 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         chosen = registry.resolve(names, known)
         built = evaluate(suite, chosen, settings=settings, runs_dir=runs_dir, log=log,
                          serial=getattr(args, "serial", False))
+        if args.dataset is None and not (args.collection or args.questions):
+            _add_twins(built, suite, chosen, settings, args)
     from evals import report as rpt
 
     if args.html:
@@ -127,6 +129,19 @@ def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[regi
         defaults = [registry.STAGES[n] for n in registry.golden_defaults()]
     stack.callback(suite.close)
     return suite, defaults, out / "latest.json", out / "runs", settings
+
+
+def _add_twins(built: dict[str, Any], suite: Any, chosen: list[registry.Stage],
+               settings: Any, args: argparse.Namespace) -> None:
+    """A golden version with HTML twins (v3 on) gains the two-formats block."""
+    from evals.golden import twins
+
+    if not twins.pairs(suite.golden) or getattr(args, "no_twins", False):
+        return
+    home = Path(args.cache) / "golden" if not args.fresh else suite.home
+    built["twins"] = twins.measure(suite.golden, chosen, home=home,
+                                   provenance=suite.provenance(), settings=settings,
+                                   embedding_cache=suite.embedding_cache, log=log)
 
 
 def _collection_dense(suite: Any) -> list[registry.Stage]:

@@ -119,6 +119,13 @@ register(Stage(name="bm25-chunk500", golden=True, chunking=ChunkerConfig(target=
 register(Stage(name="bm25-chunk2000", golden=True,
                chunking=ChunkerConfig(target=2000, overlap=300),
                description="BM25 over 2000-character chunks"))
+for _choice, _what in (("sentences", "sentence ends, line ends and spaces: the document's "
+                       "headings and blank lines ignored"),
+                       ("words", "spaces only: fixed-size windows")):
+    register(Stage(name=f"bm25-{_choice[:-1]}-chunks", golden=True,
+                   chunking=ChunkerConfig(boundaries=_choice),
+                   description=f"BM25 over 1000-character chunks cut at {_what} (the baseline "
+                   "prefers headings, then blank lines)"))
 COLLAPSE = "bm25-collapse"
 """Measured by default on golden versions and on a person's own collection."""
 register(Stage(name=COLLAPSE, golden=True, collapse=True,

@@ -66,6 +66,24 @@ def mcp_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def twins_lines(report: Mapping[str, Any]) -> list[str]:
+    """Same content, two formats (golden v3 on): each stage from HTML against Markdown."""
+    block = report.get("twins")
+    if not block:
+        return []
+    lines = [f"\nsame content, two formats ({block['documents']} documents, "
+             f"{block['questions']} questions; html - markdown, paired):"]
+    for name, row in block["stages"].items():
+        d = row["delta"]["nDCG@10"]
+        lines.append(f"  {name:<14} nDCG@10 markdown {row['markdown']['nDCG@10']:.3f}  html "
+                     f"{row['html']['nDCG@10']:.3f}  delta {d['delta']:+.3f} "
+                     f"[{d['ci_low']:+.3f},{d['ci_high']:+.3f}]")
+    if block["left_out"]:
+        lines.append("  left out: " + "; ".join(f"{n} ({reason})"
+                                                for reason, n in block["left_out"].items()))
+    return lines
+
+
 def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
@@ -96,6 +114,7 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
     lines += gate_lines(report)
     lines += answer_lines(report)
     lines += mcp_lines(report)
+    lines += twins_lines(report)
     skipped = report["config"].get("skipped_stages", {})
     lines += ["\nstages not run:"] * bool(skipped)
     lines += [f"  {name}: {reason}" for name, reason in skipped.items()]

@@ -62,7 +62,8 @@ class IndexSettings:
     embedding: str | None
 
     def key(self) -> tuple[Any, ...]:
-        return (self.chunker.target, self.chunker.overlap, self.analyzer.identity,
+        return (self.chunker.target, self.chunker.overlap, self.chunker.boundaries,
+                self.analyzer.identity,
                 tuple(sorted(self.bm25.to_dict().items())), self.embedding)
 
 
@@ -105,6 +106,7 @@ class CollectionSuite:
         coll, qrels = self._opened_for(settings, stage.name, log)
         config: dict[str, Any] = {
             "chunk_size": settings.chunker.target, "chunk_overlap": settings.chunker.overlap,
+            "chunk_boundaries": settings.chunker.boundaries,
             "analyzer": settings.analyzer.to_dict(), "bm25": settings.bm25.to_dict(),
             "embedding": stage.embedding, "mode": stage.mode, "options": dict(stage.options)}
         if stage.engine != "groundkit":

@@ -267,3 +267,29 @@ def mcp_section(report: Report) -> str:
 
 def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f} ms"
+
+
+def twins_section(report: Report) -> str:
+    """Same content, two formats: each stage on the original HTML against the Markdown."""
+    block = report.get("twins")
+    if not block:
+        return ""
+    rows = []
+    for name, row in block["stages"].items():
+        cells = []
+        for m in block["measures"]:
+            d = row["delta"][m]
+            cells.append(f"<td>{row['markdown'][m]:.3f}</td><td>{row['html'][m]:.3f}</td>"
+                         f"<td>{d['delta']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]</td>")
+        rows.append(f'<tr><th scope="row">{e(name)}</th>{"".join(cells)}</tr>')
+    head = '<th scope="col">stage</th>' + "".join(
+        f'<th scope="col">{e(m)} markdown</th><th scope="col">{e(m)} html</th>'
+        f'<th scope="col">{e(m)} delta [95% CI]</th>' for m in block["measures"])
+    left = "; ".join(f"{n} {e(reason)}" for reason, n in block["left_out"].items())
+    return ('<section id="twins"><h2>Same content, two formats</h2><p class="note">'
+            f"{block['documents']} documents indexed from their original HTML and from their "
+            f"Markdown conversion; {block['questions']} questions answered in them, each quote "
+            "found again in the HTML text view. Delta = html − markdown, paired by question."
+            + (f" Left out: {left}." if left else "") + "</p>"
+            f'<table id="twins-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table></section>")

@@ -20,7 +20,7 @@ from typing import Any
 from evals.score.metrics import DOCUMENTS
 
 from .assets import CSS, SCRIPT
-from .gate_html import answers_section, gate_section, mcp_section
+from .gate_html import answers_section, gate_section, mcp_section, twins_section
 from .markup import e, num, pval, signed, source_label
 
 Report = Mapping[str, Any]
@@ -45,6 +45,7 @@ def render(report: Report) -> str:
             gate_section(report),
             answers_section(report),
             mcp_section(report),
+            twins_section(report),
             _breakdowns(report),
             _drilldown(report),
         ]

@@ -12,7 +12,8 @@ block pins each gated stage's abstention gate at alpha 0.1 (``gate.*``: its
 AUROC, false-answer rate and coverage on the test part, their re-split means,
 excess AURC), and the baseline stage carries the extractive answer stages
 (``answers.*``: answer success, citation precision, no-answer questions answered,
-with and without the gate). A metric outside ``value ± tolerance`` fails the run
+with and without the gate); on golden v3 on, each twinned stage's two-formats values
+(``twins.markdown.*``, ``twins.html.*``, ``twins.delta.*``). A metric outside ``value ± tolerance`` fails the run
 loudly. Values are written by ``python -m evals expect`` from a report, never by
 hand, and changing them is a deliberate commit.
 """
@@ -89,6 +90,11 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
             if answers.get(part):
                 out.update({f"answers.{part}.{k}": v for k, v in answers[part].items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})
+    twins = report.get("twins", {}).get("stages", {}).get(stage["name"])
+    if twins is not None:
+        for side in ("markdown", "html"):
+            out.update({f"twins.{side}.{m}": v for m, v in twins[side].items()})
+        out.update({f"twins.delta.{m}": d["delta"] for m, d in twins["delta"].items()})
     return out
 
 

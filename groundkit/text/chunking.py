@@ -13,7 +13,8 @@ The windowing rule, for a target size ``T``, overlap ``O`` and hard maximum
   that in ``[start + T/2, start + M]``, preferring, in order, a heading, a
   blank line, a sentence end, a line end, a space, and the candidate closest
   to ``T`` within the best class present; with no boundary at all it is cut
-  hard at ``M``;
+  hard at ``M`` (the ``boundaries`` setting can leave out the first classes, so
+  the effect of following a document's structure can be measured);
 * trailing whitespace is trimmed from the window;
 * the next window starts at the best boundary at or after ``end - O`` (so
   windows overlap by about ``O``) and always strictly after the previous start
@@ -57,6 +58,12 @@ _NON_SPACE = re.compile(r"\S")
 
 DEFAULT_TARGET = 1000
 DEFAULT_OVERLAP = 150
+BOUNDARIES: dict[str, int] = {
+    "structure": 0,  # headings (and an extracted view's outline), blank lines, then the rest
+    "sentences": 2,  # sentence ends, line ends, spaces: the document's sections ignored
+    "words": 4,      # spaces only: fixed-size windows that merely avoid cutting a word
+}
+"""Boundary choices -> the first boundary class they use (the default is ``structure``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,8 +73,13 @@ class ChunkerConfig:
     target: int = DEFAULT_TARGET
     overlap: int = DEFAULT_OVERLAP
     max_factor: float = 2.0
+    boundaries: str = "structure"
+    """Which boundaries a window may end at (:data:`BOUNDARIES`)."""
 
     def __post_init__(self) -> None:
+        if self.boundaries not in BOUNDARIES:
+            raise UsageError(f"chunk boundaries must be one of {', '.join(BOUNDARIES)}, "
+                             f"got {self.boundaries!r}")
         if not 50 <= self.target <= 20_000:
             raise UsageError(f"chunk target must be 50..20000 characters, got {self.target}")
         if not 0 <= self.overlap < self.target // 2:
@@ -82,8 +94,12 @@ class ChunkerConfig:
     def maximum(self) -> int:
         return int(self.target * self.max_factor)
 
-    def to_dict(self) -> dict[str, float | int]:
-        return {"target": self.target, "overlap": self.overlap, "max_factor": self.max_factor}
+    def to_dict(self) -> dict[str, float | int | str]:
+        out: dict[str, float | int | str] = {"target": self.target, "overlap": self.overlap,
+                                             "max_factor": self.max_factor}
+        if self.boundaries != "structure":  # recorded only when set: older stores unchanged
+            out["boundaries"] = self.boundaries
+        return out
 
 
 _PRECOMPUTED = 2  # headings and blank lines are rare: find them all once per document
@@ -97,11 +113,13 @@ class _Boundaries:
     so the cost follows the number of chunks rather than the number of spaces.
     """
 
-    def __init__(self, text: str, headings: Sequence[int] = ()) -> None:
+    def __init__(self, text: str, headings: Sequence[int] = (), first: int = 0) -> None:
         self.text = text
+        self.first = first  # the best class used; those before it are never boundaries
         self.patterns = _BOUNDARIES if "\r" in text else _BOUNDARIES_LF
-        self.rare = [[m.end() for m in p.finditer(text)] for p in self.patterns[:_PRECOMPUTED]]
-        if headings:  # an extracted view's outline: its headings start lines of their own
+        self.rare = [[m.end() for m in p.finditer(text)] if cls >= first else []
+                     for cls, p in enumerate(self.patterns[:_PRECOMPUTED])]
+        if headings and first == 0:  # an extracted view's outline: headings start lines
             self.rare[0] = sorted({*self.rare[0], *(h for h in headings if 0 < h <= len(text))})
 
     def _window(self, cls: int, lo: int, hi: int) -> list[int]:
@@ -114,14 +132,14 @@ class _Boundaries:
                 if lo <= (e := m.end()) <= hi]
 
     def best_end(self, lo: int, hi: int, target: int) -> int | None:
-        for cls in range(len(_BOUNDARIES)):
+        for cls in range(self.first, len(_BOUNDARIES)):
             ends = self._window(cls, lo, hi)
             if ends:
                 return min(ends, key=lambda p: (abs(p - target), p))
         return None
 
     def best_start(self, lo: int, hi: int) -> int | None:
-        for cls in range(len(_BOUNDARIES)):
+        for cls in range(self.first, len(_BOUNDARIES)):
             if cls < _PRECOMPUTED:
                 ends = self._window(cls, lo, hi)
                 if ends:
@@ -147,7 +165,7 @@ def spans(text: str, config: ChunkerConfig,
     first = _NON_SPACE.search(text)
     if first is None:
         return
-    bounds = _Boundaries(text, headings)
+    bounds = _Boundaries(text, headings, BOUNDARIES[config.boundaries])
     n = len(text)
     start = first.start()
     while True:
