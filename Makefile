@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test lint typecheck golden-lint pytest eval eval-v1 bench bench-docs fuzz lock browser inspector clean
+.PHONY: help venv test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-docs fuzz lock browser inspector clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -50,20 +50,25 @@ lint: $(STAMP) ## ruff over the code
 typecheck: $(STAMP) ## mypy (strict) over groundkit/
 	$(VENV)/bin/mypy groundkit
 
-golden-lint: $(STAMP) ## lint both golden versions (quotes, checksums, ids, counts, probes, split)
+golden-lint: $(STAMP) ## lint every golden version (quotes, checksums, ids, counts, probes, split)
 	$(PY) -m evals lint golden/v1
 	$(PY) -m evals lint golden/v2
+	$(PY) -m evals lint golden/v3
 
 pytest: $(STAMP) browser inspector ## the pytest suite alone
 	$(PY) -m pytest -q
 
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
 
-eval: $(STAMP) ## index golden v2, run every default stage, write reports, check the gates
-	$(PY) -m evals run --golden golden/v2 --out evals/results --html reports/latest.html \
-	  --expected evals/expected/golden-v2.json
+eval: $(STAMP) ## index golden v3, run every default stage, write reports, check the gates
+	$(PY) -m evals run --golden golden/v3 --out evals/results --html reports/latest.html \
+	  --expected evals/expected/golden-v3.json
 	$(PY) -m evals check --data $(DATA) --html-dir reports
 	$(PY) -m evals shift --data $(DATA)
+
+eval-v2: $(STAMP) ## the same run on golden v2 (Markdown and text only), with its own gates
+	$(PY) -m evals run --golden golden/v2 --out evals/results/v2 --html reports/latest-v2.html \
+	  --expected evals/expected/golden-v2.json
 
 eval-v1: $(STAMP) ## the same run on golden v1, with its own gates
 	$(PY) -m evals run --golden golden/v1 --out evals/results/v1 --html reports/latest-v1.html \

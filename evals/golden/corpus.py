@@ -140,10 +140,18 @@ def counts(documents: Mapping[str, str], questions: Iterable[Question],
 
 
 def minimum_problems(documents: Mapping[str, str], questions: Sequence[Question],
-                     rules: Rules) -> list[str]:
-    """Where a question set falls short of ``rules.minimums`` (one line each)."""
+                     rules: Rules, extractors: Mapping[str, str] | None = None) -> list[str]:
+    """Where a question set falls short of ``rules.minimums`` (one line each);
+    ``extractors`` (doc_id -> identity) names the documents in an extracted format."""
     m: Minimums = rules.minimums
     problems = []
+    if m.extracted:
+        domains = {domain_of(d) for d in extractors or {}}
+        asked = sum(1 for q in questions if q.domain in domains)
+        if asked < m.extracted:
+            problems.append(f"corpus: {asked} question(s) about the domains with extracted "
+                            f"formats ({', '.join(sorted(domains)) or 'none'}), needs at "
+                            f"least {m.extracted}")
     if m.every_document_cited:
         cited = {a.doc_id for q in questions for a in q.answers}
         problems += [f"{DOCS_DIR}/{d}: not cited by any question"
@@ -180,7 +188,8 @@ def _scan(root: Path, *, coverage: bool, rules: bool = True) -> _Scan:
     ids = Counter(q.id for q in scan.questions)
     scan.problems.extend(f"{q}: duplicate question id ({n} times)" for q, n in ids.items() if n > 1)
     if coverage:
-        scan.problems.extend(minimum_problems(scan.documents, scan.questions, scan.rules))
+        scan.problems.extend(minimum_problems(scan.documents, scan.questions, scan.rules,
+                                              scan.extractors))
     return scan
 
 

@@ -72,6 +72,8 @@ class Minimums:
     no_answer: int = 0
     near_miss: int = 0
     every_document_cited: bool = True
+    extracted: int = 0
+    """Questions about the domains holding documents in an extracted format (v3's slice)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +103,11 @@ RULES_V2 = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=True, probes=True,
                  paraphrase_checked=True, split=True,
                  minimums=Minimums(questions=600, per_trait=15, no_answer=120, near_miss=60,
                                    traits={"paraphrase": 100, "exact_identifier": 60}))
+RULES_V3 = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=True, probes=True,
+                 paraphrase_checked=True, split=True,
+                 minimums=Minimums(questions=850, per_trait=15, no_answer=160, near_miss=90,
+                                   traits={"paraphrase": 140, "exact_identifier": 90},
+                                   extracted=250))
 USER_RULES = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=False, probes=False,
                    paraphrase_checked=False, split=False,
                    minimums=Minimums(no_answer=30, every_document_cited=False))
@@ -108,5 +115,5 @@ USER_RULES = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=False, probes=False
 
 
 def rules_for(version: int) -> Rules:
-    """The rules golden ``vN`` is checked with (the newest rules for versions after 2)."""
-    return RULES_V1 if version <= 1 else RULES_V2
+    """The rules golden ``vN`` is checked with (the newest rules for versions after 3)."""
+    return RULES_V1 if version <= 1 else RULES_V2 if version == 2 else RULES_V3

@@ -80,9 +80,10 @@ def reanchor(answer: Answer, markdown: str, html: str) -> Answer | str:
     theirs = list(pattern.finditer(html))
     if not theirs:
         return "quote's words not found in the HTML view"
-    if len(ours) != len(theirs) or answer.start not in ours:
+    first = answer.start + _WORD.search(answer.quote).start()  # type: ignore[union-attr]
+    if len(ours) != len(theirs) or first not in ours:
         return "quote's words occur a different number of times in the two views"
-    found = theirs[ours.index(answer.start)]
+    found = theirs[ours.index(first)]
     return Answer(doc_id=twin_id(answer.doc_id), quote=found.group(), occurrence=None,
                   start=found.start(), end=found.end())
 

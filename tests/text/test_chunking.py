@@ -29,6 +29,7 @@ CONFIGS = st.builds(
     target=st.integers(50, 400),
     overlap=st.integers(0, 24),
     max_factor=st.sampled_from([1.0, 1.5, 2.0, 4.0]),
+    boundaries=st.sampled_from(["structure", "sentences", "words"]),
 )
 ENCODINGS = st.sampled_from([("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("utf-16-le", b"\xff\xfe"),
                              ("utf-16-be", b"\xfe\xff")])
@@ -112,6 +113,30 @@ def test_chunks_prefer_paragraph_boundaries_near_the_target() -> None:
     assert len(chunks) > 3
     for c in chunks[:-1]:
         assert text[c.end :].lstrip(" ").startswith("\n\n") or text[c.end - 1] == "."
+
+
+def test_the_boundaries_setting_leaves_out_the_structure_classes() -> None:
+    # paragraphs of ~330 characters: at a 400 target, "structure" ends every chunk at a
+    # blank line; "sentences" at any sentence end; "words" at a space (no sentence ends here)
+    paragraphs = [f"Heading {i}\n\n" + "alpha beta gamma. " * 18 for i in range(10)]
+    text = "".join(paragraphs)
+    cut = {b: [(s, e) for s, e in spans(text, ChunkerConfig(target=400, overlap=0, boundaries=b))]
+           for b in ("structure", "sentences", "words")}
+    at_blank = {b: sum(text[e:].startswith("\n\n") or text[e:].startswith("\n\nH")
+                       or text[e - 1:e + 2] == ". H" or text[e:e + 1] == "\n"
+                       for _, e in c[:-1]) / (len(c) - 1) for b, c in cut.items()}
+    assert at_blank["structure"] == 1.0
+    assert at_blank["sentences"] < 1.0
+    assert all(text[e - 1] == "." for _, e in cut["sentences"][:-1])
+    assert not all(text[e - 1] == "." for _, e in cut["words"][:-1])
+    with pytest.raises(UsageError, match="boundaries"):
+        ChunkerConfig(boundaries="pages")
+
+
+def test_the_default_boundaries_are_not_recorded_so_older_settings_stay_equal() -> None:
+    assert "boundaries" not in ChunkerConfig().to_dict()
+    assert ChunkerConfig(boundaries="words").to_dict()["boundaries"] == "words"
+    assert ChunkerConfig(**ChunkerConfig(boundaries="words").to_dict()).boundaries == "words"
 
 
 def test_chunking_is_deterministic() -> None:
