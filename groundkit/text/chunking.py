@@ -182,7 +182,7 @@ def spans(text: str, config: ChunkerConfig,
 def _window_end(bounds: _Boundaries, start: int, config: ChunkerConfig) -> int:
     """The best boundary near the target: a narrow window first, then up to the maximum."""
     lo, target = start + max(1, config.target // 2), start + config.target
-    for hi in (start + config.target * 5 // 4, start + config.maximum):
+    for hi in (start + min(config.target * 5 // 4, config.maximum), start + config.maximum):
         end = bounds.best_end(lo, hi, target)
         if end is not None:
             return end

@@ -5,7 +5,7 @@ import itertools
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from groundkit.errors import UsageError
@@ -48,6 +48,7 @@ def test_every_chunk_slices_back_exactly_and_its_byte_span_decodes_to_its_text(
 ) -> None:
     encoding, bom = enc
     text = "".join(ch for ch in text if not 0xD800 <= ord(ch) <= 0xDFFF)
+    assume(bom or not text.startswith("\ufeff"))  # a file's leading U+FEFF is its BOM
     raw = bom + text.encode(encoding)
     assert decode_bytes(raw).text == text or b"\x00" in raw[:8192]
     for c in make_chunks("c", document(text, encoding, bom), config):
