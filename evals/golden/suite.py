@@ -34,10 +34,10 @@ from evals.harness import Log
 from evals.mcp_stage import McpRun
 from evals.score import metrics
 from evals.stages import BASELINE, STAGES, Stage
-from groundkit.collection import Collection, IndexConfig, index
+from groundkit.collection import Collection, IndexConfig, IndexReport, index
 from groundkit.collection.derived import analyzer_of, bm25_params_of, document_provider
 from groundkit.collection.home import Home
-from groundkit.errors import IndexMismatchError
+from groundkit.errors import IndexMismatchError, IntegrityError
 from groundkit.model import Hit
 from groundkit.retrieval.base import Scored
 from groundkit.retrieval.bm25 import BM25Params
@@ -213,6 +213,8 @@ class CollectionSuite:
         config = dataclasses.replace(self.base, chunker=settings.chunker, extra=extra)
         name = self.collection_name(key)
         report = index(name, config, home=self.home, publish_unchanged=False)
+        if self.existing is None:  # a person's folders may hold files rightly skipped
+            _all_indexed(self.label, report)
         coll = Collection.open(name, self.home)
         if not report.published and settings.embedding and not _vectors_current(
                 coll, extra["embedding"]):
@@ -221,6 +223,9 @@ class CollectionSuite:
             coll.close()
             log(f"{self.label}: {stage}'s vectors came from another embedding identity")
             report = index(name, config, home=self.home)
+            if self.existing is None:  # a person's folders may hold files rightly skipped
+            if self.existing is None:
+                _all_indexed(self.label, report)
             coll = Collection.open(name, self.home)
         log(f"{self.label}: indexed {report.chunks} chunks for {stage}"
             + (f" ({report.unchanged} files unchanged)" if report.unchanged else "")
@@ -232,6 +237,16 @@ class CollectionSuite:
         runs, each is re-indexed incrementally, never under another stage's settings."""
         digest = hashlib.sha256(repr((self.label, self.base.roots, key)).encode()).hexdigest()
         return f"golden-{digest[:12]}"
+
+
+def _all_indexed(label: str, report: IndexReport) -> None:
+    """A suite's documents are all judged: one the index skipped (an extractor missing,
+    timed out, refused the file) would silently judge its quotes unfindable, so it fails."""
+    if report.skipped:
+        listed = "; ".join(f"{s.path}: {s.reason}" for s in report.skipped[:5])
+        raise IntegrityError(f"{label}: {len(report.skipped)} document(s) were not indexed "
+                             f"({listed}{'; …' if len(report.skipped) > 5 else ''}): the "
+                             "measurement would judge their quotes unfindable")
 
 
 def _vectors_current(coll: Collection, embedding: Mapping[str, Any]) -> bool:

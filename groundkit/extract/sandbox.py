@@ -41,6 +41,7 @@ import resource
 import selectors
 import signal
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -77,7 +78,11 @@ def isolate(work: Callable[[], T], *, timeout_s: float, memory_bytes: int) -> T:
     """
     read_end, write_end = os.pipe()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # lancedb, when loaded, warns at every fork that its runtime was reset in the
+            # child: this child never calls it, and one that hangs dies at the time limit
+            warnings.filterwarnings("ignore", message="lancedb fork support is experimental")
+            pid = os.fork()
     except OSError as exc:
         os.close(read_end)
         os.close(write_end)
