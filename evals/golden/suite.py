@@ -223,7 +223,6 @@ class CollectionSuite:
             coll.close()
             log(f"{self.label}: {stage}'s vectors came from another embedding identity")
             report = index(name, config, home=self.home)
-            if self.existing is None:  # a person's folders may hold files rightly skipped
             if self.existing is None:
                 _all_indexed(self.label, report)
             coll = Collection.open(name, self.home)

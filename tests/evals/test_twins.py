@@ -111,3 +111,16 @@ def test_the_summary_and_the_html_show_the_twins_block() -> None:
     html = twins_section(report)
     assert 'id="twins-table"' in html and "-0.001 [-0.013, +0.011]" in html
     assert twins_lines({}) == [] and twins_section(rpt.canonical({})) == ""
+
+
+def test_a_golden_suite_fails_when_the_index_skipped_one_of_its_documents() -> None:
+    from evals.golden.suite import _all_indexed
+    from groundkit.collection import IndexReport
+    from groundkit.collection.ingest import Skipped
+    from groundkit.errors import IntegrityError
+
+    _all_indexed("golden v3", IndexReport(collection="c", generation=1))
+    report = IndexReport(collection="c", generation=1,
+                         skipped=[Skipped("gnuplot/gnuplot.pdf", "extraction timed out after 60 s")])
+    with pytest.raises(IntegrityError, match="1 document.*gnuplot.pdf: extraction timed out"):
+        _all_indexed("golden v3", report)
