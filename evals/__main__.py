@@ -173,6 +173,10 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
                          help="stages to compare (repeatable); default: same-named stages")
     compare.add_argument("--measure", action="append", metavar="MEASURE",
                          help="measure to compare (repeatable); default: all in both")
+    compare.add_argument("--domain", action="append", metavar="DOMAIN",
+                         help="only the questions of this golden domain (repeatable), e.g. "
+                         "the formats slice: --domain r-manuals --domain gnuplot --domain "
+                         "debian-handbook")
     compare.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     compare.add_argument("--permutations", type=int, default=10_000, help="randomisation draws")
     compare.add_argument("--confidence", type=float, default=0.95, help="interval confidence")

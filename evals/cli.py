@@ -339,7 +339,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     outcome = compare_runs(args.a, args.b, pairs=args.pair, measures=args.measure,
                            resamples=args.resamples, permutations=args.permutations,
-                           confidence=args.confidence, seed=args.seed)
+                           confidence=args.confidence, seed=args.seed, domains=args.domain)
     if args.json:
         sys.stdout.write(json.dumps(outcome, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
     else:

@@ -33,13 +33,23 @@ def compare_runs(
     permutations: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
+    domains: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The comparison of B against A as a canonical dict (see the module doc)."""
+    """The comparison of B against A as a canonical dict (see the module doc);
+    ``domains`` keeps only the questions of those golden domains (in report A)."""
     a, b = load_json(path_a), load_json(path_b)
     pairs = list(pairs) if pairs else _same_named_stages(a, b)
     measures = list(measures) if measures else [m for m in a["measures"] if m in b["measures"]]
     scores_a, scores_b = _question_scores(a), _question_scores(b)
     paired = sorted(scores_a.keys() & scores_b.keys())
+    if domains:
+        known = {q.get("domain", "") for q in a["questions"]}
+        unknown = sorted(set(domains) - known)
+        if unknown:
+            raise ReportError(f"report A has no question in domain(s) {', '.join(unknown)}; "
+                              f"its domains: {', '.join(sorted(known - {''})) or 'none'}")
+        kept = {q["query_id"] for q in a["questions"] if q.get("domain") in set(domains)}
+        paired = [q for q in paired if q in kept]
     if not paired:
         raise ReportError("the two reports share no judged question: nothing to pair")
     settings = {
@@ -59,6 +69,7 @@ def compare_runs(
             "only_b": sorted(scores_b.keys() - scores_a.keys()),
         },
         "statistics": settings,
+        "domains": sorted(domains) if domains else None,
         "comparisons": comparisons,
     }
     result: dict[str, Any] = canonical(outcome)
