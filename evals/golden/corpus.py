@@ -13,7 +13,8 @@ newline translation, no normalisation), or for a file in an extracted format
 (PDF, HTML, DOCX, ODT, EPUB: :func:`groundkit.extract.for_file`) its text view as
 groundkit indexes it; answer offsets are code points of that text. The manifest
 records each extracted document's extractor identity: another extractor could make
-another view, so a different installed one is a problem, never a silent shift. A released version is never edited: any change makes ``golden/vN+1/``.
+another view, so a different installed one is a problem, never a silent shift.
+A released version is never edited: any change makes ``golden/vN+1/``.
 Each version is checked with the rules it was released under
 (:func:`evals.golden.model.rules_for`).
 """

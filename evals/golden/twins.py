@@ -16,6 +16,7 @@ content held constant.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -64,7 +65,7 @@ def words_pattern(quote: str) -> re.Pattern[str] | None:
     if not words:
         return None
     parts = [re.escape(words[0].group())]
-    for before, word in zip(words, words[1:], strict=False):
+    for before, word in itertools.pairwise(words):
         gap = quote[before.end():word.start()]
         parts.append(r"\W+" if any(c.isspace() for c in gap) else r"\W*")
         parts.append(re.escape(word.group()))
@@ -145,8 +146,9 @@ def measure(golden: Golden, stages: Sequence[Stage], *, home: Path, provenance: 
                                      serial=True)
         finally:
             suite.close()
-    return rpt.canonical(_block(reports, [s.name for s in chosen], by_side, left_out,
-                                len(pairs(golden)), settings))
+    block: dict[str, Any] = rpt.canonical(_block(reports, [s.name for s in chosen], by_side,
+                                                 left_out, len(pairs(golden)), settings))
+    return block
 
 
 def _per_question(report: Mapping[str, Any], stage: str, measure: str) -> dict[str, float]:

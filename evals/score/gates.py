@@ -13,7 +13,8 @@ AUROC, false-answer rate and coverage on the test part, their re-split means,
 excess AURC), and the baseline stage carries the extractive answer stages
 (``answers.*``: answer success, citation precision, no-answer questions answered,
 with and without the gate); on golden v3 on, each twinned stage's two-formats values
-(``twins.markdown.*``, ``twins.html.*``, ``twins.delta.*``). A metric outside ``value ± tolerance`` fails the run
+(``twins.markdown.*``, ``twins.html.*``, ``twins.delta.*``). A metric outside
+``value ± tolerance`` fails the run
 loudly. Values are written by ``python -m evals expect`` from a report, never by
 hand, and changing them is a deliberate commit.
 """

@@ -8,7 +8,8 @@
 
 ``view`` prints a document as the harness reads it: for a PDF, HTML, DOCX, ODT or
 EPUB file its text view (what groundkit indexes and quotes are anchored in), with
-the code-point offset of every 20th line. ``locate`` matches the words with any whitespace between them and prints the
+the code-point offset of every 20th line. ``locate`` matches the words with any
+whitespace between them and prints the
 exact text as a JSON string (ready to paste as a quote) and how often it
 occurs. ``check`` applies every per-question lint rule of the version (the
 corpus-wide minimums are checked on the assembled version by

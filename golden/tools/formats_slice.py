@@ -1,7 +1,7 @@
 """Build golden/v3's documents: golden v2's, a formats slice, and the HTML twins.
 
-    .venv/bin/python golden/tools/formats_slice.py            # writes golden/v3/docs, twins, PROVENANCE
-    .venv/bin/python golden/tools/formats_slice.py --check    # builds into a temporary folder, compares
+    .venv/bin/python golden/tools/formats_slice.py          # writes v3/docs, twins, PROVENANCE
+    .venv/bin/python golden/tools/formats_slice.py --check  # builds in a temporary folder, compares
     .venv/bin/python golden/tools/formats_slice.py --list     # the selection
 
 * ``docs/`` holds golden v2's 144 documents byte for byte, and the **formats slice**:
@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     diffs = sorted(n for n in ours.keys() | theirs.keys() if ours.get(n) != theirs.get(n))
     for name in diffs:
         print(f"differs: {name}")
-    print(f"{len(diffs)} difference(s) with {args.out}" if diffs else f"no difference with {args.out}")
+    print(f"{len(diffs)} difference(s) with {args.out}" if diffs
+          else f"no difference with {args.out}")
     return 1 if diffs else 0
 
 

@@ -405,5 +405,5 @@ def test_compare_runs_keeps_only_the_questions_of_the_domains_asked(tmp_path):
 
     assert outcome["questions"]["paired"] == 1 and outcome["domains"] == ["gnuplot"]
     assert outcome["comparisons"][0]["mean_b"] == 1.0
-    with pytest.raises(rp.ReportError, match="no question in domain.*nginx.*gnuplot, sqlite"):
+    with pytest.raises(rp.ReportError, match=r"no question in domain.*nginx.*gnuplot, sqlite"):
         compare_runs(a, b, domains=["nginx"])

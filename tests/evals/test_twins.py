@@ -120,7 +120,7 @@ def test_a_golden_suite_fails_when_the_index_skipped_one_of_its_documents() -> N
     from groundkit.errors import IntegrityError
 
     _all_indexed("golden v3", IndexReport(collection="c", generation=1))
-    report = IndexReport(collection="c", generation=1,
-                         skipped=[Skipped("gnuplot/gnuplot.pdf", "extraction timed out after 60 s")])
-    with pytest.raises(IntegrityError, match="1 document.*gnuplot.pdf: extraction timed out"):
+    skipped = [Skipped("gnuplot/gnuplot.pdf", "extraction timed out after 60 s")]
+    report = IndexReport(collection="c", generation=1, skipped=skipped)
+    with pytest.raises(IntegrityError, match=r"1 document.*gnuplot\.pdf: extraction timed out"):
         _all_indexed("golden v3", report)
