@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -31,6 +32,9 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from debian_docs.packages import pkg_version
 
 REPO = Path(__file__).resolve().parents[2]
 V2 = REPO / "golden" / "v2"
@@ -81,21 +85,10 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def pkg_version(pkg: str) -> str:
-    try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], check=True,
-                             capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        out = ""
-    if not out:
-        raise SystemExit(f"package {pkg} is not installed (apt-get install -y {pkg})")
-    return out
-
-
 def repack(data: bytes) -> bytes:
     """The same zip members in the same order, dated ``ZIP_DATE``; ``mimetype`` stored."""
     with tempfile.SpooledTemporaryFile() as out:
-        with zipfile.ZipFile(_bytes_io(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
             for info in src.infolist():
                 member = zipfile.ZipInfo(info.filename, ZIP_DATE)
                 member.compress_type = (zipfile.ZIP_STORED if info.filename == "mimetype"
@@ -104,11 +97,6 @@ def repack(data: bytes) -> bytes:
                 dst.writestr(member, src.read(info))
         out.seek(0)
         return out.read()
-
-
-def _bytes_io(data: bytes):
-    from io import BytesIO
-    return BytesIO(data)
 
 
 def pandoc(writer: str, pages: tuple[str, ...], title: str) -> tuple[bytes, list[str]]:
