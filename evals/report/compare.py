@@ -43,13 +43,7 @@ def compare_runs(
     scores_a, scores_b = _question_scores(a), _question_scores(b)
     paired = sorted(scores_a.keys() & scores_b.keys())
     if domains:
-        known = {q.get("domain", "") for q in a["questions"]}
-        unknown = sorted(set(domains) - known)
-        if unknown:
-            raise ReportError(f"report A has no question in domain(s) {', '.join(unknown)}; "
-                              f"its domains: {', '.join(sorted(known - {''})) or 'none'}")
-        kept = {q["query_id"] for q in a["questions"] if q.get("domain") in set(domains)}
-        paired = [q for q in paired if q in kept]
+        paired = [q for q in paired if q in _in_domains(a, domains)]
     if not paired:
         raise ReportError("the two reports share no judged question: nothing to pair")
     settings = {
@@ -74,6 +68,17 @@ def compare_runs(
     }
     result: dict[str, Any] = canonical(outcome)
     return result
+
+
+def _in_domains(report: dict[str, Any], domains: Sequence[str]) -> set[str]:
+    """The ids of ``report``'s questions in ``domains``; ``ReportError`` for a domain it
+    has no question in (a typo would otherwise compare nothing, or everything)."""
+    known = {q.get("domain", "") for q in report["questions"]}
+    unknown = sorted(set(domains) - known)
+    if unknown:
+        raise ReportError(f"report A has no question in domain(s) {', '.join(unknown)}; "
+                          f"its domains: {', '.join(sorted(known - {''})) or 'none'}")
+    return {q["query_id"] for q in report["questions"] if q.get("domain") in set(domains)}
 
 
 def _compare_pairs(

@@ -148,7 +148,18 @@ def build(out: Path) -> dict[str, int]:
                           "options": options, "source_date_epoch": EPOCH,
                           "zip": "as written" if writer == "docx"
                           else f"members re-packed dated {ZIP_DATE[:3]}"}}
-    twin_records = {}
+    twin_records = _twins(twins, v2)
+    blob = {"generator": GENERATOR, "documents": dict(sorted(records.items())),
+            "twins": twin_records}
+    (out / "PROVENANCE.json").write_text(json.dumps(blob, indent=2, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    return {"v2 documents": len(v2), "copied": len(COPIED), "converted": len(CONVERTED),
+            "twins": len(twin_records)}
+
+
+def _twins(twins: Path, v2: dict[str, dict]) -> dict[str, dict]:
+    """The original page of every v2 document converted from one whole HTML page."""
+    records = {}
     for doc_id, record in sorted(v2.items()):
         source = record["source_path"]
         whole = source.endswith(".html") and not any(
@@ -162,15 +173,10 @@ def build(out: Path) -> dict[str, int]:
                              f"{record['package']} version?)")
         twin = doc_id.rsplit(".", 1)[0] + ".html"
         _write(twins / twin, data)
-        twin_records[doc_id] = {"twin": f"twins/{twin}", "source_path": source,
-                                "package": record["package"], "version": record["version"],
-                                "sha256": sha256(data)}
-    blob = {"generator": GENERATOR, "documents": dict(sorted(records.items())),
-            "twins": twin_records}
-    (out / "PROVENANCE.json").write_text(json.dumps(blob, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
-    return {"v2 documents": len(v2), "copied": len(COPIED), "converted": len(CONVERTED),
-            "twins": len(twin_records)}
+        records[doc_id] = {"twin": f"twins/{twin}", "source_path": source,
+                           "package": record["package"], "version": record["version"],
+                           "sha256": sha256(data)}
+    return records
 
 
 def _write(path: Path, data: bytes) -> None:

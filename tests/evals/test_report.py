@@ -390,20 +390,3 @@ def test_compare_command_prints_a_table_or_json_and_maps_errors_to_exit_codes(tm
     with pytest.raises(SystemExit) as excinfo:
         main(["compare", str(a), str(b), "--pair", "no-colon"])
     assert excinfo.value.code == 2
-
-
-def test_compare_runs_keeps_only_the_questions_of_the_domains_asked(tmp_path):
-    a, b = save_two_runs(tmp_path)
-    for path in (a, b):
-        report = json.loads(path.read_text(encoding="utf-8"))
-        for q in report["questions"]:
-            q["domain"] = {"q1": "gnuplot", "q2": "sqlite"}.get(q["query_id"], "sqlite")
-        path.write_text(json.dumps(report), encoding="utf-8")
-
-    outcome = compare_runs(a, b, domains=["gnuplot"], measures=["Success@1"], resamples=200,
-                           permutations=200)
-
-    assert outcome["questions"]["paired"] == 1 and outcome["domains"] == ["gnuplot"]
-    assert outcome["comparisons"][0]["mean_b"] == 1.0
-    with pytest.raises(rp.ReportError, match=r"no question in domain.*nginx.*gnuplot, sqlite"):
-        compare_runs(a, b, domains=["nginx"])
