@@ -15,7 +15,9 @@ syntax lightly stripped, ``markitdown-stripped``, same output), pdfminer.six and
 3. throughput, MB/s of raw input (best of ``--repeat`` round-robin runs per file, the
    file already in memory), and groundkit / markitdown per format;
 4. ``index()`` (as ``grk index``) over a folder of those PDFs and pages against a folder
-   of their reference texts as ``.txt``: MB/s of raw input and peak RSS.
+   of their reference texts as ``.txt``: MB/s of raw input and peak RSS;
+5. the same over golden v3's formats slice (PDF, HTML, DOCX, ODT, EPUB: the files
+   ``make eval`` measures retrieval on) against its text views saved as ``.txt``.
 
 A missing document, tool or library prints ``not measured: <why>`` for its row.
 
@@ -170,6 +172,30 @@ def index_block(docs: dict[str, Path], texts: dict[str, str], repeat: int) -> di
                             Path(tmp, "homes"), repeat)
 
 
+GOLDEN_V3 = Path(__file__).resolve().parents[1] / "golden" / "v3"
+SLICE = ("r-manuals", "gnuplot", "debian-handbook")
+
+
+def golden_slice_block(repeat: int) -> dict[str, Any]:
+    """``index()`` over golden v3's formats slice and over its text views as ``.txt``."""
+    sys.path.insert(0, str(GOLDEN_V3.parents[1]))
+    from evals.golden.corpus import read_documents
+
+    read = read_documents(GOLDEN_V3 / "docs")
+    chosen = sorted(d for d in read.extractors if d.split("/")[0] in SLICE)
+    if not chosen:
+        return {"not_measured": f"no formats slice under {GOLDEN_V3}"}
+    with tempfile.TemporaryDirectory(prefix="grk-bench-slice-") as tmp:
+        formats, text = Path(tmp, "formats"), Path(tmp, "text")
+        for doc_id in chosen:
+            (formats / doc_id).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(GOLDEN_V3 / "docs" / doc_id, formats / doc_id)
+            (text / doc_id).parent.mkdir(parents=True, exist_ok=True)
+            (text / f"{doc_id}.txt").write_text(read.texts[doc_id], encoding="utf-8")
+        return index_slices({"formats": (formats, "*.pdf,*.html,*.docx,*.odt,*.epub"),
+                             "text": (text, "*.txt")}, Path(tmp, "homes"), repeat)
+
+
 def ratios(result: dict[str, Any]) -> None:
     """groundkit's speed over markitdown's, and its fidelity beside the best peer's."""
     for fmt in ("pdf", "html"):
@@ -233,12 +259,12 @@ def print_per_file(rows: dict[str, Any]) -> None:
             log(f"    {name:<20} " + ", ".join(cells))
 
 
-def print_index(block: dict[str, Any]) -> None:
+def print_index(block: dict[str, Any], what: str = "the documents vs over their reference "
+                "texts (.txt)") -> None:
     if "not_measured" in block:
         log(f"\nindex: not measured: {block['not_measured']}")
         return
-    log("\nindex() over the documents vs over their reference texts (.txt), best of "
-        f"{block['formats']['runs']}:")
+    log(f"\nindex() over {what}, best of {block['formats']['runs']}:")
     for label, row in block.items():
         log(f"  {label:<8} {row['files']} files, {row['mb']} MB: {row['seconds']} s, "
             f"{row['mb_per_s']} MB/s, {row['chunks']} chunks, peak RSS {row['peak_rss_mib']} "
@@ -273,6 +299,9 @@ def main() -> int:
         log("\nindexing...")
         result["index"] = index_block(docs, texts, args.index_repeat)
         print_index(result["index"])
+        result["index_golden_v3"] = golden_slice_block(args.index_repeat)
+        print_index(result["index_golden_v3"], "golden v3's formats slice (28 files in five "
+                    "formats) vs over its text views (.txt)")
     result["machine"]["loadavg_after"] = load_average()
     log(f"\nload average {result['machine']['loadavg_before']} -> "
         f"{result['machine']['loadavg_after']}; wrote {write_result('extract', result)}")
