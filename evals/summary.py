@@ -46,6 +46,15 @@ def answer_lines(report: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {label:<20} answer success {_share(part['answer_success'])}  "
                          f"citation precision {_share(part['citation_precision'])}  "
                          f"no-answer questions answered {_share(part['no_answer_answered'])}")
+    for mode, part in block["extractive"].get("by_mode", {}).items():
+        if not part["measured"]:
+            lines.append(f"  {mode + ', test part':<20} {part['reason']}")
+            continue
+        lines.append(f"  {mode + ', test part':<20} answer success "
+                     f"{_share(part['answer_success'])}  citation precision "
+                     f"{_share(part['citation_precision'])}  kept {_share(part['kept'])} of "
+                     f"the {_share(part['retrieved_top5'])} found in the top 5  duplicate "
+                     f"citations {part['duplicate_citations']}")
     lines.append(f"  answers by a language model: {block['llm']['reason']}"
                  if not block["llm"]["measured"] else "  answers by a language model: measured")
     return lines

@@ -9,7 +9,15 @@ as the chunk judgments, at the level of the quoted span):
   citation (unanswered ones count as failures);
 * **citation precision** — the share of all citations given to judged questions
   that are correct;
-* **no-answer answered** — the share of no-answer questions that got an answer.
+* **no-answer answered** — the share of no-answer questions that got an answer;
+* **citations per answer**, **duplicate citations** (a file span cited twice in one
+  answer: should be none), **retrieved in the top 5** (the share of judged questions
+  with a gold quote in a passage the answerer was given) and **kept** (the share of
+  those the answer then cites correctly: what sentence choice loses of what retrieval
+  found).
+
+Per mode (``by_mode``: bm25, dense, hybrid, on the test part; dense and hybrid from
+the suite's MiniLM collection when the run has it), the same scores.
 
 With the gate on (the BM25 gate calibrated on the calibration part's no-answer
 questions, alpha :data:`ALPHA`, as ``grk ask --abstain`` would), the same on the
@@ -41,9 +49,13 @@ Signals = Callable[[str], Mapping[str, float]]
 """Question text -> the mode's confidence signals (the suite's evidence cache)."""
 
 
+BY_MODE = ("bm25", "dense", "hybrid")
+
+
 def answer_block(questions: Sequence[rpt.Question], coll: Collection,
                  signals: Signals) -> dict[str, Any]:
-    """The report's ``answers`` block (see the module docstring)."""
+    """The report's ``answers`` block (see the module docstring), ``by_mode`` holding
+    bm25's: :func:`add_modes` adds the modes that embed, where the model may run."""
     answers = {q.query_id: ask(coll, q.text, mode=MODE) for q in questions}
     scorer = gate.SCORERS[MODE]
     name = scorer.signals["bm25"]
@@ -57,9 +69,27 @@ def answer_block(questions: Sequence[rpt.Question], coll: Collection,
             "mode": MODE, "top_k": 5, "all": _scores(questions, answers),
             "gate": {"alpha": ALPHA, "n0": len(calibration), "signal": name, "part": "test",
                      **_scores(test, answers, gated)} if calibration else None,
+            "by_mode": {MODE: {"measured": True, "part": "test", **_scores(test, answers)}},
         },
         "llm": _llm_block(questions, coll),
     }
+
+
+def add_modes(block: dict[str, Any], questions: Sequence[rpt.Question],
+              embedded: Collection | None) -> None:
+    """The dense and hybrid extractive answers on the test part, from ``embedded`` (a
+    collection with vectors), into ``block["extractive"]["by_mode"]``."""
+    test = [q for q in questions if q.split == "test"]
+    by_mode = block["extractive"]["by_mode"]
+    for mode in BY_MODE:
+        if mode in by_mode:
+            continue
+        if embedded is None:
+            by_mode[mode] = {"measured": False, "reason": "not measured: the run has no "
+                             "embedding stage (dense-minilm) whose collection it can use"}
+            continue
+        answers = {q.query_id: ask(embedded, q.text, mode=mode) for q in test}
+        by_mode[mode] = {"measured": True, "part": "test", **_scores(test, answers)}
 
 
 def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
@@ -72,17 +102,37 @@ def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
     judged = [q for q in questions if q.gold]
     no_answer = [q for q in questions if not q.gold]
     cited = [(q, c) for q in judged for c in shown(q.query_id)]
-    right = sum(1 for q in judged if any(_correct(c, q) for c in shown(q.query_id)))
+    right = {q.query_id for q in judged if any(_correct(c, q) for c in shown(q.query_id))}
     good = sum(1 for q, c in cited if _correct(c, q))
+    found = [q for q in judged if any(_retrieved(p, q) for p in answers[q.query_id].passages)]
+    answered_judged = sum(1 for q in judged if shown(q.query_id))
     return {
+        "citations_per_answer": len(cited) / answered_judged if answered_judged else None,
+        "duplicate_citations": sum(_duplicates(shown(q.query_id)) for q in questions),
+        "retrieved_top5": len(found) / len(judged) if judged else None,
+        "kept": (sum(1 for q in found if q.query_id in right) / len(found)
+                 if found else None),
         "questions": len(questions), "judged": len(judged), "no_answer": len(no_answer),
         "answered": sum(1 for q in questions if shown(q.query_id)),
-        "answer_success": right / len(judged) if judged else None,
+        "answer_success": len(right) / len(judged) if judged else None,
         "citation_precision": good / len(cited) if cited else None,
         "citations": len(cited),
         "no_answer_answered": (sum(1 for q in no_answer if shown(q.query_id)) / len(no_answer)
                                if no_answer else None),
     }
+
+
+def _duplicates(citations: Sequence[Citation]) -> int:
+    """Citations of a file span already cited in the same answer."""
+    spans = [(c.path, c.start, c.end) for c in citations]
+    return len(spans) - len(set(spans))
+
+
+def _retrieved(passage: Any, question: rpt.Question) -> bool:
+    """Whether a passage the answerer was given holds part of a gold quote."""
+    chunk = passage.chunk
+    return any(g.doc_id == chunk.doc_id and chunk.start < g.end and g.start < chunk.end
+               for g in question.gold)
 
 
 def _correct(citation: Citation, question: rpt.Question) -> bool:

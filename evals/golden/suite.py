@@ -49,6 +49,8 @@ from groundkit.text.chunking import ChunkerConfig
 
 DEPTH = 100
 """Hits retrieved per question: enough for R@100."""
+DENSE = "dense-minilm"
+"""The stage whose collection (with vectors) answers in the modes that embed."""
 JUDGMENTS = "quote overlap (evals/golden/judgments.py)"
 
 
@@ -160,7 +162,17 @@ class CollectionSuite:
         if skipped:
             report["config"]["skipped_stages"] = dict(skipped)
         report.update(extras)
+        if "answers" in extras:  # here, in this process: the model is never forked
+            from .answers import add_modes
+
+            add_modes(report["answers"], self.questions, self._embedded())
+            report["answers"] = rpt.canonical(report["answers"])
         return report
+
+    def _embedded(self) -> Collection | None:
+        """The collection of the run's MiniLM stage, when the run opened it."""
+        key = self.settings_of(STAGES[DENSE]).key()
+        return self._opened[key][0] if key in self._opened else None
 
     def close(self) -> None:
         self._inherited.clear()

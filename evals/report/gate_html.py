@@ -220,16 +220,24 @@ def answers_section(report: Report) -> str:
     if not block:
         return ""
     ex = block["extractive"]
+    parts = [("every question (bm25)", ex["all"]), ("test part, gate on (bm25)", ex["gate"]),
+             *((f"test part, {mode}", part) for mode, part in ex.get("by_mode", {}).items())]
     rows = []
-    for label, part in (("every question", ex["all"]), ("test part, gate on", ex["gate"])):
-        if part:
+    for label, part in parts:
+        if part and part.get("measured") is False:
+            rows.append(f'<tr><th scope="row">{e(label)}</th><td colspan="8">'
+                        f"{e(part['reason'])}</td></tr>")
+        elif part:
             rows.append(
                 f'<tr><th scope="row">{e(label)}</th><td>{part["questions"]}</td>'
                 f"<td>{pct(part['answer_success'])}</td><td>{pct(part['citation_precision'])}"
-                f"</td><td>{pct(part['no_answer_answered'])}</td><td>{part['answered']}</td></tr>")
+                f"</td><td>{pct(part['no_answer_answered'])}</td><td>{part['answered']}</td>"
+                f"<td>{_number(part.get('citations_per_answer'))}</td>"
+                f"<td>{pct(part.get('kept'))} of {pct(part.get('retrieved_top5'))}</td>"
+                f"<td>{part.get('duplicate_citations', '—')}</td></tr>")
     head = "".join(f'<th scope="col">{h}</th>' for h in (
         "questions", "n", "answer success", "citation precision", "no-answer answered",
-        "answered"))
+        "answered", "citations per answer", "kept of found in top 5", "duplicate citations"))
     llm = ("measured" if block["llm"]["measured"] else e(block["llm"]["reason"]))
     return ('<section id="answers"><h2>Answers (grk ask)</h2><p class="note">Extractive '
             f"answers ({e(ex['mode'])}, top {ex['top_k']} passages, no model): a citation is "
@@ -237,6 +245,10 @@ def answers_section(report: Report) -> str:
             "correct citation; citation precision: correct citations among all given.</p>"
             f'<table id="answers-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             f"</tbody></table><p>Answers by a language model: {llm}</p></section>")
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def mcp_section(report: Report) -> str:

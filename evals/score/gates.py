@@ -91,6 +91,9 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
             if answers.get(part):
                 out.update({f"answers.{part}.{k}": v for k, v in answers[part].items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})
+        for mode, part in answers.get("by_mode", {}).items():
+            out.update({f"answers.{mode}.{k}": v for k, v in part.items()
+                        if isinstance(v, int | float) and not isinstance(v, bool)})
     twins = report.get("twins", {}).get("stages", {}).get(stage["name"])
     if twins is not None:
         for side in ("markdown", "html"):

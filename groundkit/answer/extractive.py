@@ -12,7 +12,10 @@ Every quotable unit (:mod:`.sentences`) of every verified passage is scored:
 
 The best unit is the answer's first sentence; up to two more follow when they
 score at least :data:`KEEP` of the best and each adds a query term (or, scored
-semantically, a passage) the answer does not have yet. Ties go to the earlier
+semantically, a passage) the answer does not have yet. A unit is never cited twice:
+one whose file span an earlier choice already cites (overlapping chunks hold the same
+sentence) or whose text is an earlier choice's, whitespace and case aside (the same
+sentence in another file), is passed over. Ties go to the earlier
 passage, then the earlier position: the same question and passages give the
 same answer.
 """
@@ -53,6 +56,16 @@ class Candidate:
     def key(self) -> tuple[float, int, int]:
         return (-self.score, self.passage.number, self.unit.start)
 
+    @property
+    def text(self) -> str:
+        return self.passage.text[self.unit.start:self.unit.end]
+
+    @property
+    def file_span(self) -> tuple[str, int, int]:
+        """The quote's span of its document (chunk offsets plus the unit's)."""
+        chunk = self.passage.chunk
+        return (chunk.doc_id, chunk.start + self.unit.start, chunk.start + self.unit.end)
+
 
 def extract(question: str, passages: Sequence[Passage], index: BM25Index, *,
             semantic: tuple[np.ndarray, Embed] | None = None,
@@ -71,11 +84,22 @@ def extract(question: str, passages: Sequence[Passage], index: BM25Index, *,
     for c in ranked[1:]:
         if len(chosen) == max_sentences or c.score < KEEP * ranked[0].score:
             break
-        if _adds(c, chosen, semantic is not None):
+        if not any(_same(c, o) for o in chosen) and _adds(c, chosen, semantic is not None):
             chosen.append(c)
     return tuple(Sentence(text=c.passage.text[c.unit.start:c.unit.end],
                           citations=(c.passage.cite(c.unit.start, c.unit.end),))
                  for c in chosen)
+
+
+def _same(a: Candidate, b: Candidate) -> bool:
+    """The same quote: one span of one file, or the same words (whitespace, case aside)."""
+    if a.file_span == b.file_span:
+        return True
+    return _normal(a.text) == _normal(b.text)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def _adds(candidate: Candidate, chosen: Sequence[Candidate], semantic: bool) -> bool:

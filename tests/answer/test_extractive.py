@@ -143,3 +143,33 @@ def test_every_citation_slices_its_file_exactly(coll: Collection, question: list
         assert text[c.start:c.end] == c.text
         assert text.count("\n", 0, c.start) + 1 == c.start_line
         assert text.encode()[c.byte_start:c.byte_end].decode() == c.text
+
+
+def test_a_sentence_is_never_cited_twice(make_tree: TreeMaker, home: Path) -> None:
+    """Scored semantically, a unit of a further passage is welcome; the same sentence in
+    another file, or the same span through an overlapping chunk, is not a further one."""
+    import numpy as np
+
+    from groundkit.answer import Passage
+    from groundkit.answer.extractive import extract
+
+    same = "Deployment logs are kept for 30 days."
+    root = make_tree({"a.md": f"{same}\n\nAlpha beta gamma.\n",
+                      "b.md": f"{same}\n\nDelta epsilon zeta.\n"})
+    index("d", IndexConfig(roots=(str(root),)), home=home)
+    coll = Collection.open("d", home)
+    hits = coll.search("deployment logs kept", top_k=5, verify=True, collapse=False)
+    passages = [Passage(number=i, collection="d", hit=h, verdict=h.verdict.status)
+                for i, h in enumerate(hits, start=1)]
+    assert len(passages) == 2
+    vector = np.ones(4) / 2.0  # every unit scores the same: only the rules choose
+
+    def embed(texts: object) -> np.ndarray:
+        return np.tile(vector, (len(list(texts)), 1))  # type: ignore[call-overload]
+
+    sentences = extract("deployment logs kept", passages, coll.snapshot.bm25(),
+                        semantic=(vector, embed))
+    texts = [s.text for s in sentences]
+    assert texts.count(same) == 1
+    spans = [(c.path, c.start, c.end) for s in sentences for c in s.citations]
+    assert len(spans) == len(set(spans))
