@@ -173,3 +173,34 @@ def test_a_sentence_is_never_cited_twice(make_tree: TreeMaker, home: Path) -> No
     assert texts.count(same) == 1
     spans = [(c.path, c.start, c.end) for s in sentences for c in s.citations]
     assert len(spans) == len(set(spans))
+
+
+def test_of_two_equally_good_sentences_the_better_retrieved_passage_is_quoted_first(
+        make_tree: TreeMaker, home: Path) -> None:
+    import dataclasses
+
+    import numpy as np
+
+    from groundkit.answer import Passage
+    from groundkit.answer.extractive import extract
+
+    root = make_tree({"a.md": "Backups run nightly at two.\n",
+                      "b.md": "Snapshots are taken every hour.\n"})
+    index("w", IndexConfig(roots=(str(root),)), home=home)
+    coll = Collection.open("w", home)
+    a, b = sorted(coll.search("backups snapshots", top_k=5, verify=True),
+                  key=lambda h: h.chunk.doc_id)
+    vector = np.ones(4) / 2.0  # both sentences score the same
+
+    def embed(texts: object) -> np.ndarray:
+        return np.tile(vector, (len(list(texts)), 1))  # type: ignore[call-overload]
+
+    def first(score_a: float, score_b: float) -> str:
+        passages = [Passage(number=1, collection="w", verdict=a.verdict.status,  # type: ignore[union-attr]
+                            hit=dataclasses.replace(a, score=score_a)),
+                    Passage(number=2, collection="w", verdict=b.verdict.status,  # type: ignore[union-attr]
+                            hit=dataclasses.replace(b, score=score_b))]
+        return extract("q", passages, coll.snapshot.bm25(), semantic=(vector, embed))[0].text
+
+    assert first(1.0, 5.0) == "Snapshots are taken every hour."
+    assert first(5.0, 1.0) == "Backups run nightly at two."
