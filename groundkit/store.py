@@ -226,6 +226,15 @@ def generation_documents(conn: sqlite3.Connection, generation: int) -> list[Docu
     return [DocumentRow(*row) for row in rows]
 
 
+def document_head(conn: sqlite3.Connection, generation: int, doc_id: str) -> str | None:
+    """The text of the first chunk of ``doc_id`` in ``generation`` (``None``: no chunk)."""
+    row = conn.execute(
+        "SELECT c.text FROM generation_chunks g JOIN chunks c ON c.rowid = g.chunk_rowid "
+        "WHERE g.generation = ? AND g.doc_id = ? ORDER BY g.start LIMIT 1",
+        (generation, doc_id)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def generation_size(conn: sqlite3.Connection, generation: int) -> int:
     """How many chunks make up ``generation``."""
     row = conn.execute(

@@ -14,7 +14,8 @@ as the chunk judgments, at the level of the quoted span):
   answer: should be none), **retrieved in the top 5** (the share of judged questions
   with a gold quote in a passage the answerer was given) and **kept** (the share of
   those the answer then cites correctly: what sentence choice loses of what retrieval
-  found).
+  found); **superseded first** counts the answers whose first citation is of a
+  document that says it is superseded (golden: the archived Birchline policy).
 
 Per mode (``by_mode``: bm25, dense, hybrid, on the test part; dense and hybrid from
 the suite's MiniLM collection when the run has it), the same scores.
@@ -109,6 +110,8 @@ def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
     return {
         "citations_per_answer": len(cited) / answered_judged if answered_judged else None,
         "duplicate_citations": sum(_duplicates(shown(q.query_id)) for q in questions),
+        "superseded_first": sum(1 for q in questions if shown(q.query_id)
+                                and shown(q.query_id)[0].superseded is not None),
         "retrieved_top5": len(found) / len(judged) if judged else None,
         "kept": (sum(1 for q in found if q.query_id in right) / len(found)
                  if found else None),

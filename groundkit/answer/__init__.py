@@ -5,6 +5,10 @@ every hit it might cite, and answers from the verified ones only:
 
 * **extractive** (the default, no model): the sentences that best answer the
   question, quoted exactly (:mod:`.extractive`);
+
+A passage whose document says it is archived or superseded (:mod:`.standing`) is marked
+with the evidence on every citation, offered after the current passages, and its
+sentences must beat a current one by :data:`.extractive.SUPERSEDED` to be quoted first;
 * **with a language model** (``llm="ollama:MODEL"``): the model writes, and every
   quote in its reply is checked against the passage it cites before anything is
   shown; a reply none of whose quotes holds is withheld (:mod:`.llm`).
@@ -22,6 +26,7 @@ from ..errors import UsageError
 from ..retrieval.modes import DEFAULT_MODE, MODES
 from .extractive import Embed, extract
 from .model import Answer, Citation, Passage, Sentence
+from .standing import superseded
 
 __all__ = ["Answer", "Citation", "Passage", "Sentence", "ask"]
 
@@ -63,9 +68,7 @@ def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: boo
     found = _search(coll, query, mode, top_k, abstain, alpha, options, extra)
     if isinstance(found, Answer):
         return _with(found, question, extra)
-    passages = tuple(Passage(number=i, collection=coll.name, hit=h,
-                             verdict=h.verdict.status)  # type: ignore[union-attr]
-                     for i, h in enumerate(found, start=1))
+    passages = _ordered(coll, found)
     answer = (_extractive(coll, question, mode, passages, options) if chat is None
               else _generated(question, passages, chat, coll.name, mode))
     if judge and chat is not None and answer.sentences:
@@ -73,6 +76,17 @@ def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: boo
 
         extra["judge"] = boundary.judge(question, answer.sentences, passages, chat)
     return _with(answer, question, extra)
+
+
+def _ordered(coll: Collection, hits: list[Any]) -> tuple[Passage, ...]:
+    """The hits as numbered passages, each marked when its document says it is superseded
+    (:mod:`.standing`); those come after the current ones, in their order, never dropped."""
+    marked = [(h, superseded(h.chunk.doc_id, coll.snapshot.document_head(h.chunk.doc_id)))
+              for h in hits]
+    ordered = [m for m in marked if m[1] is None] + [m for m in marked if m[1] is not None]
+    return tuple(Passage(number=i, collection=coll.name, hit=h, superseded=why,
+                         verdict=h.verdict.status)  # type: ignore[union-attr]
+                 for i, (h, why) in enumerate(ordered, start=1))
 
 
 def _search(coll: Collection, query: str, mode: str, top_k: int, abstain: bool,

@@ -16,6 +16,10 @@ in the passage retrieval ranked higher is quoted (measured on golden v3's train 
 calibration parts before it was set, then on its test part: answer success +1.0
 points, citation precision +1.7, bm25).
 
+A unit of a passage whose document says it is superseded (archived, replaced) counts
+:data:`SUPERSEDED` of its score: a current sentence that is half as good leads, and the
+superseded one may follow, marked, but is never hidden.
+
 The best unit is the answer's first sentence; up to two more follow when they
 score at least :data:`KEEP` of the best and each adds a query term (or, scored
 semantically, a passage) the answer does not have yet. A unit is never cited twice:
@@ -40,6 +44,8 @@ from .model import Passage, Sentence
 from .sentences import Unit, units
 
 MAX_SENTENCES = 3
+SUPERSEDED = 0.5
+"""The share of its score a unit of a superseded document keeps."""
 PASSAGE_WEIGHT = 1.0
 """How much a passage's retrieval score lifts its units (0: not at all)."""
 KEEP = 0.5
@@ -133,7 +139,8 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
         scores = [float(s) for s in matrix @ vector]
     top = max(p.hit.score for p in passages)
     return [Candidate(passage=p, unit=u, terms=frozenset(terms) & query, lexical=lex,
-                      score=s * _weight(p.hit.score, top) if s > 0 else s)
+                      score=s * _weight(p.hit.score, top) * (SUPERSEDED if p.superseded else 1)
+                      if s > 0 else s)
             for (p, u, terms), lex, s in zip(quotable, lexical, scores, strict=True)]
 
 

@@ -40,6 +40,8 @@ class Citation:
     headings: tuple[str, ...] = ()
     locator: Locator | None = None
     """Where the quote came from in an extracted format (its PDF pages and page offsets)."""
+    superseded: str | None = None
+    """Why its document says it no longer holds (:mod:`.standing`); ``None``: current."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "chunk_id": self.chunk_id, "path": self.path,
@@ -49,7 +51,8 @@ class Citation:
                 "start_line": self.start_line, "end_line": self.end_line, "text": self.text,
                 "verdict": self.verdict, "passage": self.passage,
                 "headings": list(self.headings),
-                "source": self.locator.to_dict() if self.locator else None}
+                "source": self.locator.to_dict() if self.locator else None,
+                "superseded": self.superseded}
 
     def page_location(self, document_index: int) -> dict[str, Any] | None:
         """The citation as an Anthropic Citations ``page_location`` (PDF pages, the end page
@@ -77,6 +80,8 @@ class Passage:
     collection: str
     hit: Hit
     verdict: Status
+    superseded: str | None = None
+    """Why its document says it no longer holds (:mod:`.standing`); ``None``: current."""
 
     @property
     def chunk(self) -> Chunk:
@@ -107,7 +112,8 @@ class Passage:
             byte_start=byte_start, byte_end=byte_end, start_line=first,
             end_line=first + quoted.rstrip("\n").count("\n"), text=quoted,
             verdict=self.verdict.value, passage=self.number, headings=c.headings,
-            locator=c.locator.narrow(c.start + start, c.start + end) if c.locator else None)
+            locator=c.locator.narrow(c.start + start, c.start + end) if c.locator else None,
+            superseded=self.superseded)
 
     def search_result(self) -> dict[str, Any]:
         """The passage as an Anthropic ``search_result`` content block."""
@@ -179,7 +185,8 @@ class Answer:
             "sentences": [s.to_dict() for s in self.sentences],
             "citations": [c.to_dict() for c in self.citations],
             "passages": [{"number": p.number, "verdict": p.verdict.value,
-                          **p.hit.to_dict(p.collection)} for p in self.passages],
+                          "superseded": p.superseded, **p.hit.to_dict(p.collection)}
+                         for p in self.passages],
             "anthropic": {
                 # document_index numbers cited_documents (send those files as documents)
                 "cited_documents": cited,

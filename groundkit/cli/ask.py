@@ -62,7 +62,8 @@ def print_answer(data: dict[str, Any]) -> None:
             lines = (f"line {c['start_line']}" if c["start_line"] == c["end_line"]
                      else f"lines {c['start_line']}-{c['end_line']}")
             print(f"  [{n}] {c['collection']}:{c['path']} {lines}, chars "
-                  f"{c['start']}-{c['end']} ({c['verdict']})")
+                  f"{c['start']}-{c['end']} ({c['verdict']})"
+                  + (f" — superseded ({c['superseded']})" if c.get("superseded") else ""))
     if "judge" in data:
         j = data["judge"]
         print(f"advisory judgement ({j.get('model', 'model')}): {j['verdict']} — {j['reason']}",

@@ -166,6 +166,16 @@ class Snapshot:
         """Every chunk of the generation, in canonical order."""
         return list(store.iter_generation_chunks(self.conn, self.generation))
 
+    @cached_property
+    def _heads(self) -> dict[str, str | None]:
+        return {}
+
+    def document_head(self, doc_id: str) -> str | None:
+        """The first chunk's text of a document of this generation (cached)."""
+        if doc_id not in self._heads:
+            self._heads[doc_id] = store.document_head(self.conn, self.generation, doc_id)
+        return self._heads[doc_id]
+
     def lookup(self, chunk_id: str) -> store.StoredChunk | None:
         """A stored chunk by id, from any generation still in the store."""
         return store.lookup_chunk(self.conn, chunk_id)

@@ -1,0 +1,86 @@
+"""Superseded sources: which documents say so, and how an answer treats them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import TreeMaker
+
+from groundkit.answer import ask
+from groundkit.answer.standing import superseded
+from groundkit.collection import Collection, IndexConfig, index
+
+
+@pytest.mark.parametrize(("path", "head", "evidence"), [
+    ("policies/archive/retention.md", "# Retention\n", "in a folder named archive/"),
+    ("Old/notes.txt", "anything", "in a folder named Old/"),
+    ("a.md", "---\ntitle: x\nstatus: Deprecated\n---\n# T\n", "front matter: status deprecated"),
+    ("a.md", "# T\n\n> **SUPERSEDED.** This is version 2.1.\n",
+     "notice: **SUPERSEDED.** This is version 2.1."),
+    ("a.md", "# T\n\n> **Note:** This page has been superseded by b.md\n",
+     "notice: **Note:** This page has been superseded by b.md"),
+    ("a.md", "# T\n\nARCHIVED: see new.md\n", "notice: ARCHIVED: see new.md"),
+])
+def test_a_document_that_says_it_is_superseded_is_marked_with_the_evidence(
+        path: str, head: str, evidence: str) -> None:
+    assert superseded(path, head) == evidence
+
+
+@pytest.mark.parametrize("head", [
+    "# API\n\nVersion 1 of the API is deprecated.\n",       # a word in passing
+    "# Retention\n\nThe archived 2022 version is in archive/.\n",
+    "Deprecated options are listed below.\n",              # a heading-like line, no notice
+    "",
+])
+def test_a_word_in_passing_is_not_a_notice(head: str) -> None:
+    assert superseded("docs/a.md", head) is None
+
+
+DOCS = {
+    "policies/retention.md": "# Retention\n\nDeployment logs are kept for 30 days.\n",
+    "policies/archive/retention-2022.md": (
+        "# Retention (2022)\n\n> **SUPERSEDED.** See policies/retention.md.\n\n"
+        "Deployment logs are kept for 14 days, deployment logs deployment logs.\n"),
+}
+
+
+def test_the_current_source_leads_and_the_superseded_one_is_marked_not_hidden(
+        make_tree: TreeMaker, home: Path) -> None:
+    index("p", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)
+    answer = ask(Collection.open("p", home), "how long are deployment logs kept")
+    first = answer.citations[0]
+    assert first.path == "policies/retention.md" and first.superseded is None
+    old = [p for p in answer.passages if p.superseded]
+    assert [p.hit.chunk.doc_id for p in old] == ["policies/archive/retention-2022.md"]
+    assert answer.passages[-1].superseded == "in a folder named archive/"  # offered last
+    cited = {c.path: c.superseded for c in answer.citations}
+    if "policies/archive/retention-2022.md" in cited:  # shown, marked
+        assert cited["policies/archive/retention-2022.md"] == "in a folder named archive/"
+    data = answer.to_dict()
+    assert {p["superseded"] for p in data["passages"]} == {None, "in a folder named archive/"}
+
+
+def test_the_cli_marks_a_superseded_citation(make_tree: TreeMaker, home: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from groundkit.cli import main
+
+    index("p", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)
+    main(["ask", "which deployment logs are kept for 14 days", "-c", "p", "--home", str(home)])
+    out = capsys.readouterr().out
+    assert "policies/archive/retention-2022.md" in out
+    assert "— superseded (in a folder named archive/)" in out
+
+
+def test_a_model_sees_the_label_but_never_the_notice_outside_its_fence(
+        make_tree: TreeMaker, home: Path) -> None:
+    from groundkit.answer.llm import ANSWER_RULES, passage_block
+
+    index("p", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)
+    answer = ask(Collection.open("p", home), "how long are deployment logs kept")
+    old = next(p for p in answer.passages if p.superseded)
+    head = passage_block(old).split("\n", 1)[0]
+    assert head.endswith(", SUPERSEDED") and "archive" in head  # the path, JSON-quoted
+    assert "SUPERSEDED" in ANSWER_RULES
+    current = next(p for p in answer.passages if not p.superseded)
+    assert "SUPERSEDED" not in passage_block(current).split("\n", 1)[0]
