@@ -1,0 +1,27 @@
+"""docs/answers.md's superseded-source example is what ``grk ask`` prints on golden v1."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from groundkit.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_deployment_logs_example_in_the_docs_is_what_grk_ask_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = (REPO / "docs" / "answers.md").read_text(encoding="utf-8")
+    block = re.search(r"On golden v1's documents.*?```\n\$ grk ask \"(.*?)\" -c bl\n(.*?)```",
+                      doc, re.S)
+    assert block is not None, "the example is gone from docs/answers.md"
+    question, shown = block.group(1), block.group(2)
+    home = str(tmp_path / "home")
+    assert main(["index", str(REPO / "golden" / "v1" / "docs"), "-c", "bl", "--include", "*",
+                 "--home", home]) == 0
+    capsys.readouterr()
+    assert main(["ask", question, "-c", "bl", "--home", home]) == 0
+    assert capsys.readouterr().out == shown
