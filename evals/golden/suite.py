@@ -165,14 +165,11 @@ class CollectionSuite:
         if "answers" in extras:  # here, in this process: the model is never forked
             from .answers import add_modes
 
-            add_modes(report["answers"], self.questions, self._embedded())
+            key = self.settings_of(STAGES[DENSE]).key()  # its collection, if the run opened it
+            add_modes(report["answers"], self.questions,
+                      self._opened[key][0] if key in self._opened else None)
             report["answers"] = rpt.canonical(report["answers"])
         return report
-
-    def _embedded(self) -> Collection | None:
-        """The collection of the run's MiniLM stage, when the run opened it."""
-        key = self.settings_of(STAGES[DENSE]).key()
-        return self._opened[key][0] if key in self._opened else None
 
     def close(self) -> None:
         self._inherited.clear()
