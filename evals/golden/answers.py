@@ -70,16 +70,18 @@ def answer_block(questions: Sequence[rpt.Question], coll: Collection,
             "mode": MODE, "top_k": 5, "all": _scores(questions, answers),
             "gate": {"alpha": ALPHA, "n0": len(calibration), "signal": name, "part": "test",
                      **_scores(test, answers, gated)} if calibration else None,
-            "by_mode": {MODE: {"measured": True, "part": "test", **_scores(test, answers)}},
+            "by_mode": {MODE: {"measured": True, "part": "test", "stage": MODE,
+                               **_scores(test, answers)}},
         },
         "llm": _llm_block(questions, coll),
     }
 
 
 def add_modes(block: dict[str, Any], questions: Sequence[rpt.Question],
-              embedded: Collection | None) -> None:
-    """The dense and hybrid extractive answers on the test part, from ``embedded`` (a
-    collection with vectors), into ``block["extractive"]["by_mode"]``."""
+              embedded: Collection | None, stage: str) -> None:
+    """The dense and hybrid extractive answers on the test part, from ``embedded`` (the
+    collection, with vectors, of the run's ``stage``), into ``block["extractive"]
+    ["by_mode"]``; each records the stage whose collection answered (its pins go there)."""
     test = [q for q in questions if q.split == "test"]
     by_mode = block["extractive"]["by_mode"]
     for mode in BY_MODE:
@@ -90,7 +92,8 @@ def add_modes(block: dict[str, Any], questions: Sequence[rpt.Question],
                              "embedding stage (dense-minilm) whose collection it can use"}
             continue
         answers = {q.query_id: ask(embedded, q.text, mode=mode) for q in test}
-        by_mode[mode] = {"measured": True, "part": "test", **_scores(test, answers)}
+        by_mode[mode] = {"measured": True, "part": "test", "stage": stage,
+                         **_scores(test, answers)}
 
 
 def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
@@ -134,13 +137,16 @@ def _duplicates(citations: Sequence[Citation]) -> int:
 def _retrieved(passage: Any, question: rpt.Question) -> bool:
     """Whether a passage the answerer was given holds part of a gold quote."""
     chunk = passage.chunk
-    return any(g.doc_id == chunk.doc_id and chunk.start < g.end and g.start < chunk.end
-               for g in question.gold)
+    return _overlaps(chunk.doc_id, chunk.start, chunk.end, question)
 
 
 def _correct(citation: Citation, question: rpt.Question) -> bool:
-    return any(g.doc_id == citation.path and citation.start < g.end and g.start < citation.end
-               for g in question.gold)
+    return _overlaps(citation.path, citation.start, citation.end, question)
+
+
+def _overlaps(doc_id: str, start: int, end: int, question: rpt.Question) -> bool:
+    """Whether ``[start, end)`` of ``doc_id`` overlaps one of the question's gold quotes."""
+    return any(g.doc_id == doc_id and start < g.end and g.start < end for g in question.gold)
 
 
 def _llm_block(questions: Sequence[rpt.Question], coll: Collection) -> dict[str, Any]:

@@ -167,7 +167,7 @@ class CollectionSuite:
 
             key = self.settings_of(STAGES[DENSE]).key()  # its collection, if the run opened it
             add_modes(report["answers"], self.questions,
-                      self._opened[key][0] if key in self._opened else None)
+                      self._opened[key][0] if key in self._opened else None, DENSE)
             report["answers"] = rpt.canonical(report["answers"])
         return report
 

@@ -146,8 +146,9 @@ def measure(golden: Golden, stages: Sequence[Stage], *, home: Path, provenance: 
                                      serial=True)
         finally:
             suite.close()
+    documents = len(by_side["html"].documents)
     block: dict[str, Any] = rpt.canonical(_block(reports, [s.name for s in chosen], by_side,
-                                                 left_out, len(pairs(golden)), settings))
+                                                 left_out, documents, settings))
     return block
 
 

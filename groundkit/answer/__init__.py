@@ -5,13 +5,14 @@ every hit it might cite, and answers from the verified ones only:
 
 * **extractive** (the default, no model): the sentences that best answer the
   question, quoted exactly (:mod:`.extractive`);
-
-A passage whose document says it is archived or superseded (:mod:`.standing`) is marked
-with the evidence on every citation, offered after the current passages, and its
-sentences must beat a current one by :data:`.extractive.SUPERSEDED` to be quoted first;
 * **with a language model** (``llm="ollama:MODEL"``): the model writes, and every
   quote in its reply is checked against the passage it cites before anything is
   shown; a reply none of whose quotes holds is withheld (:mod:`.llm`).
+
+A passage whose document says it is archived or superseded (:mod:`.standing`) is marked
+with the evidence on every citation and offered after the current passages; its
+sentences count :data:`.extractive.SUPERSEDED` of their score, and a model sees it
+labelled.
 
 Citations always point at file offsets, never at text a model produced. Document
 text is untrusted: it reaches a model only as numbered, fenced data.
