@@ -271,6 +271,10 @@ class Hit:
     ``None`` when it was not looked at."""
     also_in: tuple[Duplicate, ...] = ()
     """Lower-ranked hits with the same passage at other places, collapsed into this one."""
+    superseded: str | None = None
+    """The evidence that the hit's document says it no longer holds (archived, superseded,
+    deprecated, replaced: :mod:`groundkit.text.standing`), recorded when it was indexed;
+    ``None`` for a current document."""
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -297,6 +301,7 @@ class Hit:
             "verdict": self.verdict.brief() if self.verdict else None,
             "stale": self.stale,
             "also_in": [d.to_dict() for d in self.also_in],
+            "superseded": self.superseded,
         }
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from .errors import IntegrityError
 from .model import Chunk, Locator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STORE_FILE = "store.sqlite3"
 
 _SCHEMA = """
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS documents (
     generation INTEGER NOT NULL, doc_id TEXT NOT NULL, root TEXT NOT NULL,
     relpath TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL, encoding TEXT NOT NULL, bom_len INTEGER NOT NULL,
-    extractor TEXT NOT NULL DEFAULT '',
+    extractor TEXT NOT NULL DEFAULT '', standing TEXT,
     PRIMARY KEY (generation, doc_id)
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -75,11 +75,12 @@ _CHUNK_COLUMNS = (
     "extractor, locator, headings"
 )
 _ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "documents": (("extractor", "TEXT NOT NULL DEFAULT ''"),),
+    "documents": (("extractor", "TEXT NOT NULL DEFAULT ''"), ("standing", "TEXT")),
     "chunks": (("extractor", "TEXT NOT NULL DEFAULT ''"), ("locator", "TEXT"),
                ("headings", "TEXT")),
 }
-"""Columns schema version 2 added (documents in other formats), and their defaults."""
+"""Columns later schemas added: version 2 documents in other formats, version 3 a document's
+standing (``NULL``: not recorded yet; ``''``: current; else the evidence it is superseded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +236,13 @@ def document_head(conn: sqlite3.Connection, generation: int, doc_id: str) -> str
     return None if row is None else str(row[0])
 
 
+def document_standing(conn: sqlite3.Connection, generation: int, doc_id: str) -> str | None:
+    """``doc_id``'s recorded standing in ``generation`` (see :data:`_ADDED_COLUMNS`)."""
+    row = conn.execute("SELECT standing FROM documents WHERE generation = ? AND doc_id = ?",
+                       (generation, doc_id)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
 def generation_size(conn: sqlite3.Connection, generation: int) -> int:
     """How many chunks make up ``generation``."""
     row = conn.execute(
@@ -314,11 +322,9 @@ def insert_chunks(
 def carry_document(conn: sqlite3.Connection, source: int, target: int, doc_id: str) -> int:
     """Reuse an unchanged document's chunks from generation ``source`` in ``target``."""
     cur = conn.execute(
-        "INSERT INTO generation_chunks (generation, doc_id, start, chunk_rowid) "
-        "SELECT ?, doc_id, start, chunk_rowid FROM generation_chunks "
-        "WHERE generation = ? AND doc_id = ?",
-        (target, source, doc_id),
-    )
+        "INSERT INTO generation_chunks (generation, doc_id, start, chunk_rowid) SELECT ?, "
+        "doc_id, start, chunk_rowid FROM generation_chunks WHERE generation = ? AND doc_id = ?",
+        (target, source, doc_id))
     return cur.rowcount
 
 

@@ -27,7 +27,6 @@ from ..errors import UsageError
 from ..retrieval.modes import DEFAULT_MODE, MODES
 from .extractive import Embed, extract
 from .model import Answer, Citation, Passage, Sentence
-from .standing import superseded
 
 __all__ = ["Answer", "Citation", "Passage", "Sentence", "ask"]
 
@@ -81,9 +80,9 @@ def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: boo
 
 def _ordered(coll: Collection, hits: list[Any]) -> tuple[Passage, ...]:
     """The hits as numbered passages, each marked when its document says it is superseded
-    (:mod:`.standing`); those come after the current ones, in their order, never dropped."""
-    marked = [(h, superseded(h.chunk.doc_id, coll.snapshot.document_head(h.chunk.doc_id)))
-              for h in hits]
+    (recorded at index time: :mod:`groundkit.text.standing`); those come after the current
+    ones, in their order, never dropped."""
+    marked = [(h, h.superseded) for h in hits]
     ordered = [m for m in marked if m[1] is None] + [m for m in marked if m[1] is not None]
     return tuple(Passage(number=i, collection=coll.name, hit=h, superseded=why,
                          verdict=h.verdict.status)  # type: ignore[union-attr]

@@ -76,6 +76,8 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
             print("     " + " › ".join(c.headings))
         if hit.also_in:
             print(f"     also in: {', '.join(d.path for d in hit.also_in)}")
+        if hit.superseded:
+            print(f"     superseded: {hit.superseded}")
         print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
         if explain:
             for e in hit.explanation:

@@ -91,7 +91,7 @@ def carry_clean(conn: sqlite3.Connection, source: int, target: int,
     conn.executemany("INSERT INTO temp.clean_docs VALUES (?)", clean)
     conn.execute(
         "INSERT INTO documents SELECT ?, doc_id, root, relpath, sha256, size, mtime_ns, "
-        "encoding, bom_len, extractor FROM documents WHERE generation = ? "
+        "encoding, bom_len, extractor, standing FROM documents WHERE generation = ? "
         "AND doc_id IN (SELECT doc_id FROM temp.clean_docs)", (target, source))
     chunks = conn.execute(
         "INSERT INTO generation_chunks (generation, doc_id, start, chunk_rowid) "

@@ -307,16 +307,16 @@ def _store_file(
         source = reusable[job.doc_id][1]
         conn.execute(
             "INSERT INTO documents SELECT ?, doc_id, ?, ?, sha256, size, ?, encoding, bom_len, "
-            "extractor FROM documents WHERE generation = ? AND doc_id = ?",
+            "extractor, standing FROM documents WHERE generation = ? AND doc_id = ?",
             (generation, job.root, job.relpath, job.mtime_ns, source, job.doc_id),
         )
         report.unchanged += 1
         report.chunks += store.carry_document(conn, source, generation, job.doc_id)
         return
     conn.execute(
-        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (generation, job.doc_id, job.root, job.relpath, job.sha256, len(job.data),
-         job.mtime_ns, done.encoding, done.bom_len, done.extractor),
+         job.mtime_ns, done.encoding, done.bom_len, done.extractor, done.standing),
     )
     if job.doc_id in reusable:
         report.changed += 1

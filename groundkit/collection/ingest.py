@@ -28,6 +28,7 @@ from ..extract.markdown import is_markdown
 from ..model import Document
 from ..sources import Candidate, Decoded, Skipped, decode_bytes, read_fd
 from ..text.chunking import ChunkerConfig, make_chunks
+from ..text.standing import HEAD, superseded
 
 WINDOW = 32
 """Files in flight at once when workers are used."""
@@ -58,6 +59,9 @@ class Prepared:
     rows: tuple[store.ChunkRow, ...] = ()
     error: str | None = None
     extractor: str = ""
+    standing: str = ""
+    """The evidence that the document is superseded (:mod:`groundkit.text.standing`), or
+    ``""`` for a current one."""
 
 
 def read_jobs(
@@ -123,7 +127,9 @@ def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
         text=decoded.text, extractor=job.extractor,
     )
     rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker, view))
-    return Prepared(job, decoded.encoding, decoded.bom_len, rows, extractor=job.extractor)
+    standing = superseded(job.doc_id, decoded.text[:HEAD], view.status if view else "")
+    return Prepared(job, decoded.encoding, decoded.bom_len, rows, extractor=job.extractor,
+                    standing=standing or "")
 
 
 @contextmanager

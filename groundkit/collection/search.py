@@ -131,7 +131,8 @@ def _hits(snap: Snapshot, scored: Sequence[Scored], stored: Sequence[StoredChunk
     duplicates = also if also is not None else [()] * len(stored)
     return [
         Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation,
-            verdict=verdict, stale=changed[item.chunk.doc_id], also_in=dups)
+            verdict=verdict, stale=changed[item.chunk.doc_id], also_in=dups,
+            superseded=snap.superseded(item.chunk.doc_id))
         for rank, (s, item, verdict, dups) in enumerate(
             zip(scored, stored, verdicts, duplicates, strict=True), start=1)
     ]

@@ -34,6 +34,7 @@ from ..errors import (
 )
 from ..model import Chunk, Verdict
 from ..sources import DEFAULT_MAX_BYTES
+from ..text.standing import superseded
 from ..verify import verify, verify_all
 from . import derived, integrity
 from .home import Home, collection_dir, list_collections, resolve_home
@@ -167,14 +168,21 @@ class Snapshot:
         return list(store.iter_generation_chunks(self.conn, self.generation))
 
     @cached_property
-    def _heads(self) -> dict[str, str | None]:
+    def _standings(self) -> dict[str, str | None]:
         return {}
 
-    def document_head(self, doc_id: str) -> str | None:
-        """The first chunk's text of a document of this generation (cached)."""
-        if doc_id not in self._heads:
-            self._heads[doc_id] = store.document_head(self.conn, self.generation, doc_id)
-        return self._heads[doc_id]
+    def superseded(self, doc_id: str) -> str | None:
+        """The evidence that a document of this generation is superseded, or ``None``
+        (:mod:`groundkit.text.standing`; cached). Recorded when it was indexed; for a
+        document indexed before standings were recorded, worked out now from its path and
+        first chunk (its file's metadata is not read until it is re-indexed)."""
+        if doc_id not in self._standings:
+            recorded = store.document_standing(self.conn, self.generation, doc_id)
+            if recorded is None:
+                head = store.document_head(self.conn, self.generation, doc_id)
+                recorded = superseded(doc_id, head) or ""
+            self._standings[doc_id] = recorded or None
+        return self._standings[doc_id]
 
     def lookup(self, chunk_id: str) -> store.StoredChunk | None:
         """A stored chunk by id, from any generation still in the store."""

@@ -99,6 +99,9 @@ class TextView:
     format: str
     segments: tuple[Segment, ...] = ()
     headings: tuple[Heading, ...] = ()
+    status: str = ""
+    """What the file's own metadata says about its standing: the evidence that it is
+    superseded (:mod:`groundkit.extract.declared`), or ``""``."""
     _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -230,4 +233,5 @@ def join_views(format: str, views: Sequence[TextView], separator: str = "\n\n") 
                         for s in view.segments)
         headings.extend(Heading(h.start + offset, h.level, h.title) for h in view.headings)
         offset += len(view.text)
-    return TextView("".join(texts), format, tuple(segments), tuple(headings))
+    status = next((view.status for view in views if view.status), "")
+    return TextView("".join(texts), format, tuple(segments), tuple(headings), status)

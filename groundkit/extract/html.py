@@ -38,9 +38,10 @@ import importlib.util
 import re
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingDependencyError
+from . import declared
 from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView
 from .html_encoding import decode_html
 from .html_map import NON_WHITESPACE, WHITESPACE, Stream, align, raw_stream
@@ -307,7 +308,12 @@ def markup_view(data: bytes, *, part: str | None = None, limits: Limits) -> Text
     segments = tuple(Segment(start, end, part, offsets[a], offsets[b])
                      for start, end, a, b in view.segments)
     headings = tuple(sorted(view.headings, key=lambda h: (h.start, h.level)))
-    return TextView(text, "html", segments, headings)
+    return TextView(text, "html", segments, headings, _declared(parser))
+
+
+def _declared(parser: Any) -> str:
+    """What the page's ``<meta>`` and ``<link>`` elements say about its standing."""
+    return declared.from_html((node.tag, node.attributes) for node in parser.css("meta, link"))
 
 
 class HtmlExtractor:

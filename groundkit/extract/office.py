@@ -37,10 +37,11 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from xml.etree.ElementTree import Element
 
 from ..errors import MissingDependencyError
+from . import declared
 from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView, join_views
 from .zipsafe import SafeZip, XmlWalker, walk_xml, xml_tree
 
@@ -365,7 +366,8 @@ class DocxExtractor(_OfficeExtractor):
                     out = _Builder("docx", part, limits.max_view_chars)
                     walk_xml(xml, part, _DocxWalker(xml, out, styles))
                     views.append(out.view())
-        return _checked(join_views("docx", views), limits)
+            status = declared.from_properties("docx", declared.office_properties("docx", archive))
+        return _checked(replace(join_views("docx", views), status=status), limits)
 
 
 class OdtExtractor(_OfficeExtractor):
@@ -375,10 +377,12 @@ class OdtExtractor(_OfficeExtractor):
     def extract(self, data: bytes, limits: Limits) -> TextView:
         with SafeZip(data, limits) as archive:
             xml = archive.read("content.xml")
+            status = declared.from_properties("odt", declared.office_properties("odt", archive))
         body = _Builder("odt", "content.xml", limits.max_view_chars)
         notes = _Builder("odt", "content.xml", limits.max_view_chars)
         walk_xml(xml, "content.xml", _OdtWalker(xml, body, notes))
-        return _checked(join_views("odt", [body.view(), notes.view()]), limits)
+        view = join_views("odt", [body.view(), notes.view()])
+        return _checked(replace(view, status=status), limits)
 
 
 EXTRACTORS: dict[str, Extractor] = {"docx": DocxExtractor(), "odt": OdtExtractor()}

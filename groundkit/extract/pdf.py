@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MissingDependencyError
+from . import declared
 from .base import ExtractError, Heading, Limits, Segment, TextView
 
 PAGE_SEPARATOR = "\n\n"
@@ -162,7 +163,18 @@ def _extract(pdf: Any, limits: Limits) -> TextView:
     headings = [Heading(page_starts[index] + _find_title(pages[index], title), level, title)
                 for level, title, index in _outline(pdf) if index in pages]
     headings.sort(key=lambda h: h.start)
-    return TextView(PAGE_SEPARATOR.join(texts), "pdf", tuple(segments), tuple(headings))
+    return TextView(PAGE_SEPARATOR.join(texts), "pdf", tuple(segments), tuple(headings),
+                    declared.from_pdf(_info(pdf)))
+
+
+def _info(pdf: Any) -> dict[str, str]:
+    """The document information dictionary (empty when pdfium cannot read it)."""
+    import pypdfium2 as pdfium
+
+    try:
+        return dict(pdf.get_metadata_dict(skip_empty=True))
+    except (pdfium.PdfiumError, UnicodeDecodeError):
+        return {}
 
 
 def _read_page(pdf: Any, index: int) -> _Page:

@@ -158,6 +158,10 @@ class SearchHit(_Out):
     verdict: HitVerdict | None = Field(description="Present when verify was requested.")
     also_in: list[DuplicateOut] = Field(default_factory=list, description="Other places the "
                                         "same passage occurs, folded into this hit.")
+    superseded: str | None = Field(default=None, description="Present when the document says "
+                                   "it no longer holds (archived, superseded, deprecated, "
+                                   "replaced): the evidence, e.g. 'in a folder named archive/'. "
+                                   "Prefer a current document that answers the same question.")
     stale: bool | None = Field(default=None, description="The file's size or mtime differs "
                                "from what was indexed, or it is gone: a cheap hint that the "
                                "span may have drifted (search with verify, or fetch_chunk, "

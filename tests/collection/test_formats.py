@@ -135,7 +135,7 @@ def _downgrade(directory: Path) -> None:
     conn = sqlite3.connect(directory / store.STORE_FILE, isolation_level=None)
     conn.execute("UPDATE chunks SET headings = NULL")
     for table, columns in (("chunks", ("extractor", "locator", "headings")),
-                           ("documents", ("extractor",))):
+                           ("documents", ("extractor", "standing"))):
         for column in columns:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")

@@ -356,3 +356,12 @@ def test_search_with_abstain_tells_nothing_found_from_not_looked(
 def test_abstain_without_a_calibration_is_an_error_naming_the_fix(server: MCPServer) -> None:
     message = error(server, "search", {"query": "logs", "abstain": True})
     assert "no calibration" in message and "grk calibrate" in message
+
+
+def test_a_hit_from_a_superseded_document_says_so(make_tree: TreeMaker, home: Path) -> None:
+    root = make_tree({"retention.md": "# Retention\n\nDeployment logs are kept for 30 days.\n",
+                      "archive/retention-2022.md": "# Retention\n\nDeployment logs: 14 days.\n"})
+    index("r", IndexConfig(roots=(str(root),)), home=home)
+    out = ok(build_server(home=home), "search", {"query": "deployment logs", "collections": ["r"]})
+    assert {h["path"]: h["superseded"] for h in out["hits"]} == {
+        "retention.md": None, "archive/retention-2022.md": "in a folder named archive/"}

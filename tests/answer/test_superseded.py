@@ -1,4 +1,4 @@
-"""Superseded sources: which documents say so, and how an answer treats them."""
+"""Superseded sources in answers: the current one leads, the superseded one is marked."""
 
 from __future__ import annotations
 
@@ -8,33 +8,7 @@ import pytest
 from conftest import TreeMaker
 
 from groundkit.answer import ask
-from groundkit.answer.standing import superseded
 from groundkit.collection import Collection, IndexConfig, index
-
-
-@pytest.mark.parametrize(("path", "head", "evidence"), [
-    ("policies/archive/retention.md", "# Retention\n", "in a folder named archive/"),
-    ("Old/notes.txt", "anything", "in a folder named Old/"),
-    ("a.md", "---\ntitle: x\nstatus: Deprecated\n---\n# T\n", "front matter: status deprecated"),
-    ("a.md", "# T\n\n> **SUPERSEDED.** This is version 2.1.\n",
-     "notice: **SUPERSEDED.** This is version 2.1."),
-    ("a.md", "# T\n\n> **Note:** This page has been superseded by b.md\n",
-     "notice: **Note:** This page has been superseded by b.md"),
-    ("a.md", "# T\n\nARCHIVED: see new.md\n", "notice: ARCHIVED: see new.md"),
-])
-def test_a_document_that_says_it_is_superseded_is_marked_with_the_evidence(
-        path: str, head: str, evidence: str) -> None:
-    assert superseded(path, head) == evidence
-
-
-@pytest.mark.parametrize("head", [
-    "# API\n\nVersion 1 of the API is deprecated.\n",       # a word in passing
-    "# Retention\n\nThe archived 2022 version is in archive/.\n",
-    "Deprecated options are listed below.\n",              # a heading-like line, no notice
-    "",
-])
-def test_a_word_in_passing_is_not_a_notice(head: str) -> None:
-    assert superseded("docs/a.md", head) is None
 
 
 DOCS = {
