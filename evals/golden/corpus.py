@@ -154,7 +154,7 @@ def minimum_problems(documents: Mapping[str, str], questions: Sequence[Question]
                             f"formats ({', '.join(sorted(domains)) or 'none'}), needs at "
                             f"least {m.extracted}")
     if m.every_document_cited:
-        cited = {a.doc_id for q in questions for a in q.answers}
+        cited = {a.doc_id for q in questions for a in (*q.answers, *q.conflicting)}
         problems += [f"{DOCS_DIR}/{d}: not cited by any question"
                      for d in documents if d not in cited]
     c = counts(documents, questions, rules)

@@ -16,6 +16,7 @@ TRAITS_V1: tuple[str, ...] = (
     "paraphrase", "exact_identifier", "straddle", "multi_document", "long_document", "non_english",
 )
 TRAITS: tuple[str, ...] = (*TRAITS_V1, "cross_language")
+TRAITS_V4: tuple[str, ...] = (*TRAITS, "conflict")
 LONG_DOCUMENT_CHARS = 20_000
 PARTS: tuple[str, ...] = ("train", "calibration", "test")
 """The parts of a version-2 split: learn on one, calibrate on another, report on the third."""
@@ -47,6 +48,9 @@ class Question:
     near_miss: Answer | None = None
     split: str = ""
     """``train``, ``calibration`` or ``test`` (version 2, from the manifest); "" otherwise."""
+    conflicting: tuple[Answer, ...] = ()
+    """Version 4 ``conflict`` questions: passages of a *superseded* document that answer
+    the same question with a different value (judged, never gold: ``answers`` are current)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +99,7 @@ class Rules:
 
 _BASE_FIELDS = frozenset({"id", "kind", "question", "traits", "answers", "notes"})
 _V2_FIELDS = _BASE_FIELDS | {"domain", "probes", "near_miss"}
+_V4_FIELDS = _V2_FIELDS | {"conflicting"}
 
 RULES_V1 = Rules(traits=TRAITS_V1, fields=_BASE_FIELDS, domains=False, probes=False,
                  paraphrase_checked=False, split=False,
@@ -108,12 +113,19 @@ RULES_V3 = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=True, probes=True,
                  minimums=Minimums(questions=850, per_trait=15, no_answer=160, near_miss=90,
                                    traits={"paraphrase": 140, "exact_identifier": 90},
                                    extracted=250))
-USER_RULES = Rules(traits=TRAITS, fields=_V2_FIELDS, domains=False, probes=False,
+RULES_V4 = Rules(traits=TRAITS_V4, fields=_V4_FIELDS, domains=True, probes=True,
+                 paraphrase_checked=True, split=True,
+                 minimums=Minimums(questions=850, per_trait=15, no_answer=160, near_miss=90,
+                                   traits={"paraphrase": 140, "exact_identifier": 90,
+                                           "conflict": 40},
+                                   extracted=250))
+"""Version 4 adds the ``conflict`` trait and ``conflicting`` passages (superseded documents)."""
+USER_RULES = Rules(traits=TRAITS_V4, fields=_V4_FIELDS, domains=False, probes=False,
                    paraphrase_checked=False, split=False,
                    minimums=Minimums(no_answer=30, every_document_cited=False))
 """A person's own questions: every v2 field is optional, minimums are only warnings."""
 
 
 def rules_for(version: int) -> Rules:
-    """The rules golden ``vN`` is checked with (the newest rules for versions after 3)."""
-    return RULES_V1 if version <= 1 else RULES_V2 if version == 2 else RULES_V3
+    """The rules golden ``vN`` is checked with (the newest rules for versions after 4)."""
+    return {1: RULES_V1, 2: RULES_V2, 3: RULES_V3}.get(max(version, 1), RULES_V4)

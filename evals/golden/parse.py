@@ -79,10 +79,17 @@ def parse_question(obj: dict[str, Any], documents: Mapping[str, str], rules: Rul
         if problem:
             problems.append(problem)
     problems += [problem for answer, problem in resolved if answer is None]
+    raw_conflicting = obj.get("conflicting", [])
+    if not isinstance(raw_conflicting, list):
+        return None, [*problems, f"{qid}: conflicting must be a list"]
+    conflicting = [resolve_span(f"{qid}: conflicting {i}", raw, documents)
+                   for i, raw in enumerate(raw_conflicting, 1)]
+    problems += [problem for answer, problem in conflicting if answer is None]
     question = Question(
         id=qid, kind=kind, question=text, traits=tuple(traits), notes=notes,
         answers=tuple(a for a, _ in resolved if a is not None), domain=domain,
-        probes=tuple(probes), near_miss=near_miss)
+        probes=tuple(probes), near_miss=near_miss,
+        conflicting=tuple(a for a, _ in conflicting if a is not None))
     return question, problems
 
 

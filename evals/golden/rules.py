@@ -9,7 +9,9 @@
   not say this" is checked, not asserted.
 * **traits** — ``straddle`` needs a quote over a blank line, ``multi_document``
   an ambiguous question citing two documents, ``long_document`` an answer in a
-  long document, ``cross_language`` the ``non_english`` trait too.
+  long document, ``cross_language`` the ``non_english`` trait too, ``conflict``
+  (version 4) ``conflicting`` passages, each in a document groundkit reads as
+  superseded, while every answer is in a current one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 
+from groundkit.text.standing import superseded
 from groundkit.text.analysis import LUCENE_STOPWORDS, Analyzer, split_tokens
 
 from .model import KINDS, LONG_DOCUMENT_CHARS, Question, Rules
@@ -109,10 +112,31 @@ def _trait_problems(q: Question, docs: Mapping[str, str], rules: Rules) -> list[
     if rules.paraphrase_checked and "paraphrase" in traits:
         if q.kind == "no_answer":
             problems.append(f"{q.id}: trait paraphrase needs a question with answers")
-        elif shared := shared_stems(q.question, (a.quote for a in q.answers)):
+        elif shared := shared_stems(q.question, (a.quote for a in (*q.answers, *q.conflicting))):
             problems.append(f"{q.id}: trait paraphrase but the question shares the stem(s) "
                             f"{', '.join(sorted(shared))} with its quote(s)")
-    return problems
+    return problems + _conflict_problems(q, docs)
+
+
+def _conflict_problems(q: Question, docs: Mapping[str, str]) -> list[str]:
+    """``conflict`` and ``conflicting`` go together: the current answers against
+    the superseded passages that answer differently."""
+    if "conflict" not in q.traits:
+        return [f"{q.id}: conflicting passages belong to conflict questions only"
+                ] if q.conflicting else []
+    if not q.answers or not q.conflicting:
+        return [f"{q.id}: trait conflict needs answers (current) and conflicting passages"]
+    stale = [a.doc_id for a in q.answers if superseded(a.doc_id, docs.get(a.doc_id))]
+    current = [a.doc_id for a in q.conflicting if not superseded(a.doc_id, docs.get(a.doc_id))]
+    problems = [f"{q.id}: answer in {d}, a superseded document (it belongs in conflicting)"
+                for d in stale]
+    problems += [f"{q.id}: conflicting passage in {d}, which does not read as superseded "
+                 "(an archive folder, front matter or a leading notice)" for d in current]
+    same = {(a.doc_id, a.quote) for a in q.answers} & {(a.doc_id, a.quote) for a in q.conflicting}
+    if any(a.quote == c.quote for a in q.answers for c in q.conflicting):
+        problems.append(f"{q.id}: a conflicting passage says word for word what an answer "
+                        "says; it does not disagree")
+    return problems + [f"{q.id}: {d} is both an answer and conflicting" for d, _ in same]
 
 
 def _no_answer_problems(q: Question, docs: Mapping[str, str], rules: Rules) -> list[str]:
