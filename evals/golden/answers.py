@@ -20,6 +20,19 @@ as the chunk judgments, at the level of the quoted span):
 Per mode (``by_mode``: bm25, dense, hybrid, on the test part; dense and hybrid from
 the suite's MiniLM collection when the run has it), the same scores.
 
+**Choices** (``choices``): each way of choosing sentences (:class:`groundkit.answer.Choice`:
+the keep threshold, near-duplicate removal, table headers as context, question words,
+the passage lift, one sentence only) measured side by side in BM25 mode, on the train
+and calibration parts together (where a default may be chosen) and on the test part
+(where it is reported).
+
+**Conflicts** (``conflicts``, golden v4 on): on the questions with the ``conflict``
+trait (a current passage and a superseded one that answer differently), the share
+whose answer shows the disagreement (a conflict with one side on a current gold quote
+and the other on a superseded one) and the share whose first citation is the current
+source; on the other judged questions, the share whose answer reports any conflict
+(false alarms, as far as the golden set knows).
+
 With the gate on (the BM25 gate calibrated on the calibration part's no-answer
 questions, alpha :data:`ALPHA`, as ``grk ask --abstain`` would), the same on the
 test part; the gate never changes an answer, it only withholds it. Answers written
@@ -34,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evals.report import model as rpt
-from groundkit.answer import Answer, Citation, ask
+from groundkit.answer import Answer, Choice, Citation, ask
 from groundkit.collection import Collection
 from groundkit.embeddings.ollama import OLLAMA_DEFAULT_HOST
 from groundkit.errors import GroundkitError, MissingDependencyError, ProviderError
@@ -51,6 +64,19 @@ Signals = Callable[[str], Mapping[str, float]]
 
 
 BY_MODE = ("bm25", "dense", "hybrid")
+CHOICES: dict[str, Choice] = {
+    "default": Choice(),
+    "no-header-context": Choice(header_context=False),
+    "question-words-scored": Choice(question_words=True),
+    "near-duplicates-0.8": Choice(redundancy=0.8),
+    "keep-0.6": Choice(keep=0.6),
+    "keep-0.7": Choice(keep=0.7),
+    "keep-0.8": Choice(keep=0.8),
+    "no-passage-lift": Choice(passage_weight=0.0),
+    "one-sentence": Choice(max_sentences=1),
+}
+"""The sentence choices the harness compares (``default`` is what ``grk ask`` does)."""
+_SHOWN = ("answer_success", "citation_precision", "kept", "citations_per_answer")
 
 
 def answer_block(questions: Sequence[rpt.Question], coll: Collection,
@@ -72,6 +98,8 @@ def answer_block(questions: Sequence[rpt.Question], coll: Collection,
                      **_scores(test, answers, gated)} if calibration else None,
             "by_mode": {MODE: {"measured": True, "part": "test", "stage": MODE,
                                **_scores(test, answers)}},
+            "choices": _choices(questions, coll, answers),
+            "conflicts": _conflicts(questions, answers),
         },
         "llm": _llm_block(questions, coll),
     }
@@ -94,6 +122,53 @@ def add_modes(block: dict[str, Any], questions: Sequence[rpt.Question],
         answers = {q.query_id: ask(embedded, q.text, mode=mode) for q in test}
         by_mode[mode] = {"measured": True, "part": "test", "stage": stage,
                          **_scores(test, answers)}
+
+
+def _choices(questions: Sequence[rpt.Question], coll: Collection,
+             default: Mapping[str, Answer]) -> dict[str, Any]:
+    """Every choice of :data:`CHOICES` on the tuning parts and on the test part (bm25)."""
+    tune = [q for q in questions if q.split in ("train", "calibration")]
+    test = [q for q in questions if q.split == "test"]
+    if not tune or not test:
+        return {"measured": False, "reason": "not measured: the question set has no split"}
+    out: dict[str, Any] = {"measured": True, "mode": MODE, "tune": "train+calibration",
+                           "report": "test", "variants": {}}
+    for name, choice in CHOICES.items():
+        answers = default if name == "default" else {
+            q.query_id: ask(coll, q.text, mode=MODE, choice=choice) for q in (*tune, *test)}
+        scored = {part: _scores(qs, answers) for part, qs in (("tune", tune), ("test", test))}
+        out["variants"][name] = {"choice": choice.to_dict(), **{
+            part: {k: s[k] for k in _SHOWN} for part, s in scored.items()}}
+    return out
+
+
+def _conflicts(questions: Sequence[rpt.Question],
+               answers: Mapping[str, Answer]) -> dict[str, Any] | None:
+    """The conflict questions' scores (see the module docstring); ``None`` without any."""
+    asked = [q for q in questions if "conflict" in q.traits]
+    if not asked:
+        return None
+    others = [q for q in questions if q.gold and "conflict" not in q.traits]
+    shown = sum(1 for q in asked if _shows(answers[q.query_id], q))
+    first = sum(1 for q in asked if answers[q.query_id].citations
+                and _correct(answers[q.query_id].citations[0], q))
+    alarms = sum(1 for q in others if answers[q.query_id].conflicts)
+    return {"questions": len(asked), "shown": shown / len(asked),
+            "current_first": first / len(asked), "other_questions": len(others),
+            "false_alarms": alarms / len(others) if others else None,
+            "by_part": {part: sum(1 for q in asked if q.split == part)
+                        for part in ("train", "calibration", "test")}}
+
+
+def _shows(answer: Answer, question: rpt.Question) -> bool:
+    """Whether the answer reports a conflict between a current gold quote and a
+    superseded one of the question."""
+    def on(c: Citation, gold: Sequence[rpt.GoldAnswer]) -> bool:
+        return any(g.doc_id == c.path and c.start < g.end and g.start < c.end for g in gold)
+
+    return any(any(on(s.citation, question.gold) for s in conflict.sides)
+               and any(on(s.citation, question.conflicting) for s in conflict.sides)
+               for conflict in answer.conflicts)
 
 
 def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],

@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 
-from groundkit.text.standing import superseded
 from groundkit.text.analysis import LUCENE_STOPWORDS, Analyzer, split_tokens
+from groundkit.text.standing import superseded
 
 from .model import KINDS, LONG_DOCUMENT_CHARS, Question, Rules
 

@@ -24,16 +24,16 @@ PATTERN: tuple[str, ...] = ("calibration", "test", "train", "calibration", "test
 SHARES: dict[str, float] = {part: PATTERN.count(part) / len(PATTERN) for part in PARTS}
 
 
-def stratum(q: Question) -> tuple[str, ...]:
+def stratum(q: Question) -> tuple[str | bool, ...]:
     """(domain, kind, near miss), and ``conflict`` for those questions, so version 4's
     conflict questions are dealt out on their own, leaving the others' parts as they were."""
-    base = (q.domain, q.kind, q.near_miss is not None)
+    base: tuple[str | bool, ...] = (q.domain, q.kind, q.near_miss is not None)
     return (*base, "conflict") if "conflict" in q.traits else base
 
 
 def assign(questions: Iterable[Question], seed: int = SEED) -> dict[str, str]:
     """``question id -> part`` for every question, deterministic for a seed."""
-    groups: dict[tuple[str, ...], list[Question]] = defaultdict(list)
+    groups: dict[tuple[str | bool, ...], list[Question]] = defaultdict(list)
     for q in questions:
         groups[stratum(q)].append(q)
     parts: dict[str, str] = {}

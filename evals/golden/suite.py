@@ -343,13 +343,14 @@ class _CollectionRun:
 
 
 def questions_of(golden: Golden) -> list[rpt.Question]:
-    return [
-        rpt.Question(query_id=q.id, text=q.question, kind=q.kind, traits=tuple(q.traits),
-                     gold=tuple(rpt.GoldAnswer(doc_id=a.doc_id, quote=a.quote, start=a.start,
-                                               end=a.end) for a in q.answers),
-                     domain=q.domain, split=q.split, near_miss=q.near_miss is not None)
-        for q in golden.questions
-    ]
+    def gold(answers: Sequence[Any]) -> tuple[rpt.GoldAnswer, ...]:
+        return tuple(rpt.GoldAnswer(doc_id=a.doc_id, quote=a.quote, start=a.start, end=a.end)
+                     for a in answers)
+
+    return [rpt.Question(query_id=q.id, text=q.question, kind=q.kind, traits=tuple(q.traits),
+                         gold=gold(q.answers), domain=q.domain, split=q.split,
+                         near_miss=q.near_miss is not None, conflicting=gold(q.conflicting))
+            for q in golden.questions]
 
 
 def golden_suite(path: str | Path, home: Path, *,

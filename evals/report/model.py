@@ -45,6 +45,8 @@ class Question:
     """``train``, ``calibration`` or ``test`` (golden v2 on); "" when the suite has no split."""
     near_miss: bool = False
     """A no-answer question whose vocabulary matches a real passage that does not answer it."""
+    conflicting: tuple[GoldAnswer, ...] = ()
+    """A ``conflict`` question's superseded passages that answer differently (golden v4)."""
 
 
 class HitRecord(NamedTuple):

@@ -9,10 +9,12 @@ every hit it might cite, and answers from the verified ones only:
   quote in its reply is checked against the passage it cites before anything is
   shown; a reply none of whose quotes holds is withheld (:mod:`.llm`).
 
-A passage whose document says it is archived or superseded (:mod:`.standing`) is marked
-with the evidence on every citation and offered after the current passages; its
-sentences count :data:`.extractive.SUPERSEDED` of their score, and a model sees it
-labelled.
+A passage whose document says it is archived or superseded (recorded at index time:
+:mod:`groundkit.text.standing`) is marked with the evidence on every citation and
+offered after the current passages; its sentences count :data:`.extractive.SUPERSEDED`
+of their score, and a model sees it labelled. Where a cited span and another
+document's passage give different values for the same thing, the answer lists both
+sides (:mod:`.conflicts`).
 
 Citations always point at file offsets, never at text a model produced. Document
 text is untrusted: it reaches a model only as numbered, fenced data.
@@ -20,15 +22,17 @@ text is untrusted: it reaches a model only as numbered, fenced data.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..collection import Collection
 from ..errors import UsageError
 from ..retrieval.modes import DEFAULT_MODE, MODES
-from .extractive import Embed, extract
+from .conflicts import detect
+from .extractive import DEFAULT, Choice, Embed, extract
 from .model import Answer, Citation, Passage, Sentence
 
-__all__ = ["Answer", "Citation", "Passage", "Sentence", "ask"]
+__all__ = ["Answer", "Choice", "Citation", "Passage", "Sentence", "ask"]
 
 TOP_K = 5
 """How many hits an answer may draw on."""
@@ -37,24 +41,27 @@ TOP_K = 5
 def ask(coll: Collection, question: str, *, mode: str = DEFAULT_MODE, top_k: int = TOP_K,
         abstain: bool = False, alpha: float | None = None, llm: str | None = None,
         llm_host: str | None = None, llm_timeout: float | None = None,
-        rewrite: bool = False, judge: bool = False, **options: Any) -> Answer:
+        rewrite: bool = False, judge: bool = False, choice: Choice = DEFAULT,
+        **options: Any) -> Answer:
     """Answer ``question`` from ``coll`` (see the module docstring).
 
-    ``options`` are the mode's own, as for :meth:`Collection.search`.
+    ``choice`` is how an extractive answer chooses its sentences (the measured default;
+    the answer harness compares others). ``options`` are the mode's own, as for
+    :meth:`Collection.search`.
     """
     if (rewrite or judge) and llm is None:
         raise UsageError("--rewrite and --judge need a language model: add --llm ollama:MODEL")
     chat = _chat(llm, llm_host, llm_timeout) if llm is not None else None
     try:
         return _answer(coll, question, mode, top_k, abstain, alpha, chat, rewrite, judge,
-                       options)
+                       choice, options)
     finally:
         if chat is not None:
             chat.close()
 
 
 def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: bool,
-            alpha: float | None, chat: Any, rewrite: bool, judge: bool,
+            alpha: float | None, chat: Any, rewrite: bool, judge: bool, choice: Choice,
             options: dict[str, Any]) -> Answer:
     extra: dict[str, Any] = {}
     query = question
@@ -69,8 +76,13 @@ def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: boo
     if isinstance(found, Answer):
         return _with(found, question, extra)
     passages = _ordered(coll, found)
-    answer = (_extractive(coll, question, mode, passages, options) if chat is None
+    answer = (_extractive(coll, question, mode, passages, choice, options) if chat is None
               else _generated(question, passages, chat, coll.name, mode))
+    if answer.citations:
+        analyzer = coll.snapshot.bm25().analyzer
+        answer = replace(answer, conflicts=detect(question, answer.citations, passages,
+                                                  analyzer))
+        extra.update(_superseded_only(answer))
     if judge and chat is not None and answer.sentences:
         from . import llm as boundary
 
@@ -87,6 +99,17 @@ def _ordered(coll: Collection, hits: list[Any]) -> tuple[Passage, ...]:
     return tuple(Passage(number=i, collection=coll.name, hit=h, superseded=why,
                          verdict=h.verdict.status)  # type: ignore[union-attr]
                  for i, (h, why) in enumerate(ordered, start=1))
+
+
+def _superseded_only(answer: Answer) -> dict[str, str]:
+    """A note when every citation is of a superseded document although current passages
+    were found (an extractive answer rarely, a model's reply more often, does this)."""
+    current = [p.number for p in answer.passages if p.verified and not p.superseded]
+    if not current or any(c.superseded is None for c in answer.citations):
+        return {}
+    listed = ", ".join(map(str, current))
+    return {"superseded_only": "every citation is of a document that says it is superseded, "
+            f"though current passages were found (passage(s) {listed}): check them first"}
 
 
 def _search(coll: Collection, query: str, mode: str, top_k: int, abstain: bool,
@@ -110,9 +133,10 @@ def _search(coll: Collection, query: str, mode: str, top_k: int, abstain: bool,
 
 
 def _extractive(coll: Collection, question: str, mode: str, passages: tuple[Passage, ...],
-                options: dict[str, Any]) -> Answer:
+                choice: Choice, options: dict[str, Any]) -> Answer:
     semantic = _semantic(coll, question, mode, options)
-    sentences = extract(question, passages, coll.snapshot.bm25(), semantic=semantic)
+    sentences = extract(question, passages, coll.snapshot.bm25(), semantic=semantic,
+                        choice=choice)
     if sentences:
         return Answer(question=question, collection=coll.name, mode=mode, kind="extractive",
                       sentences=sentences, passages=passages)
@@ -173,6 +197,4 @@ def _chat(spec: str, host: str | None, timeout: float | None) -> Any:
 
 
 def _with(answer: Answer, question: str, extra: dict[str, Any]) -> Answer:
-    return Answer(question=question, collection=answer.collection, mode=answer.mode,
-                  kind=answer.kind, sentences=answer.sentences, passages=answer.passages,
-                  message=answer.message, extra={**answer.extra, **extra})
+    return replace(answer, question=question, extra={**answer.extra, **extra})

@@ -20,14 +20,23 @@ A unit of a passage whose document says it is superseded (archived, replaced) co
 :data:`SUPERSEDED` of its score: a current sentence that is half as good leads, and the
 superseded one may follow, marked, but is never hidden.
 
+A table row is scored together with its table's header row (its column names), and
+the header is cited beside it as its *context*; a header row is never an answer on
+its own.
+
 The best unit is the answer's first sentence; up to two more follow when they
-score at least :data:`KEEP` of the best and each adds a query term (or, scored
+score at least :attr:`Choice.keep` of the best and each adds a query term (or, scored
 semantically, a passage) the answer does not have yet. A unit is never cited twice:
 one whose file span an earlier choice already cites (overlapping chunks hold the same
 sentence) or whose text is an earlier choice's, whitespace and case aside (the same
-sentence in another file), is passed over. Ties go to the earlier
-passage, then the earlier position: the same question and passages give the
-same answer.
+sentence in another file), is passed over, and so is a near-duplicate: a unit whose
+content terms are :attr:`Choice.redundancy` or more of those of a chosen one (or
+theirs of it), the same fact said again. Ties go to the earlier passage, then the
+earlier position: the same question and passages give the same answer.
+
+Each of these choices is a field of :class:`Choice`; the answer harness measures the
+alternatives side by side (``answers.extractive.choices``), and the defaults are the
+measured ones (docs/answers.md).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -46,16 +56,46 @@ from .sentences import Unit, units
 MAX_SENTENCES = 3
 SUPERSEDED = 0.5
 """The share of its score a unit of a superseded document keeps."""
-PASSAGE_WEIGHT = 1.0
-"""How much a passage's retrieval score lifts its units (0: not at all)."""
-KEEP = 0.5
-"""A further sentence must score at least this share of the best one."""
 K1, B = 1.2, 0.75
 QUOTABLE = ("sentence", "item", "row", "code")
 """Headings are quoted only when nothing else scores."""
+QUESTION_WORDS = frozenset({
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whether", "do",
+    "does", "did", "done", "doing", "we", "us", "our", "ours", "you", "your", "yours", "i",
+    "me", "my", "can", "could", "should", "would", "may", "might", "must", "shall", "will",
+    "there", "here", "get", "gets", "got", "any", "some", "much", "many", "tell",
+})
+"""Words a question is phrased with, not what it is about: they do not score a unit
+(the analyzer's stopwords are dropped already)."""
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 """Unit texts -> unit vectors (unit length), for semantic scoring."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Choice:
+    """How the sentences are chosen (the defaults are the measured choice)."""
+
+    keep: float = 0.5
+    """A further sentence must score at least this share of the best one."""
+    passage_weight: float = 1.0
+    """How much a passage's retrieval score lifts its units (0: not at all)."""
+    redundancy: float = 1.01
+    """A unit sharing this share of its content terms with a chosen one is a near
+    duplicate and passed over (above 1: only the same words are)."""
+    header_context: bool = True
+    """Score a table row with its header row, and cite the header as its context."""
+    question_words: bool = False
+    """Let :data:`QUESTION_WORDS` (how, what, do, we, …) score units as well."""
+    max_sentences: int = MAX_SENTENCES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"keep": self.keep, "passage_weight": self.passage_weight,
+                "redundancy": self.redundancy, "header_context": self.header_context,
+                "question_words": self.question_words, "max_sentences": self.max_sentences}
+
+
+DEFAULT = Choice()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +103,9 @@ class Candidate:
     passage: Passage
     unit: Unit
     terms: frozenset[int]
+    """The query terms it holds."""
+    content: frozenset[int]
+    """Every term it holds (for near duplicates)."""
     lexical: float
     score: float
 
@@ -83,12 +126,13 @@ class Candidate:
 
 def extract(question: str, passages: Sequence[Passage], index: BM25Index, *,
             semantic: tuple[np.ndarray, Embed] | None = None,
-            max_sentences: int = MAX_SENTENCES) -> tuple[Sentence, ...]:
+            choice: Choice = DEFAULT) -> tuple[Sentence, ...]:
     """The answer's sentences (empty when no verified passage has a quotable unit).
 
     ``semantic`` is ``(question vector, embed)`` for modes that embed.
     """
-    candidates = _score(question, [p for p in passages if p.verified], index, semantic)
+    verified = [p for p in passages if p.verified]
+    candidates = _score(question, verified, index, semantic, choice)
     if not candidates:
         return ()
     ranked = sorted(candidates, key=lambda c: c.key)
@@ -96,20 +140,27 @@ def extract(question: str, passages: Sequence[Passage], index: BM25Index, *,
         return ()
     chosen = [ranked[0]]
     for c in ranked[1:]:
-        if len(chosen) == max_sentences or c.score < KEEP * ranked[0].score:
+        if len(chosen) == choice.max_sentences or c.score < choice.keep * ranked[0].score:
             break
-        if not any(_same(c, o) for o in chosen) and _adds(c, chosen, semantic is not None):
+        if (not any(_same(c, o, choice.redundancy) for o in chosen)
+                and _adds(c, chosen, semantic is not None)):
             chosen.append(c)
-    return tuple(Sentence(text=c.passage.text[c.unit.start:c.unit.end],
-                          citations=(c.passage.cite(c.unit.start, c.unit.end),))
-                 for c in chosen)
+    return tuple(_sentence(c, choice) for c in chosen)
 
 
-def _same(a: Candidate, b: Candidate) -> bool:
-    """The same quote: one span of one file, or the same words (whitespace, case aside)."""
-    if a.file_span == b.file_span:
+def _sentence(c: Candidate, choice: Choice) -> Sentence:
+    context = c.unit.context if choice.header_context else None
+    return Sentence(text=c.text, citations=(c.passage.cite(c.unit.start, c.unit.end),),
+                    context=c.passage.cite(*context) if context else None)
+
+
+def _same(a: Candidate, b: Candidate, redundancy: float) -> bool:
+    """The same quote (one span of one file, or the same words, whitespace and case
+    aside), or a near duplicate: ``redundancy`` of either's content terms in the other."""
+    if a.file_span == b.file_span or _normal(a.text) == _normal(b.text):
         return True
-    return _normal(a.text) == _normal(b.text)
+    shared = len(a.content & b.content)
+    return bool(shared) and shared >= redundancy * min(len(a.content), len(b.content))
 
 
 def _normal(text: str) -> str:
@@ -124,9 +175,11 @@ def _adds(candidate: Candidate, chosen: Sequence[Candidate], semantic: bool) -> 
 
 
 def _score(question: str, passages: Sequence[Passage], index: BM25Index,
-           semantic: tuple[np.ndarray, Embed] | None) -> list[Candidate]:
-    query = {index.term_id(t) for t in index.analyzer.analyze(question)} - {-1}
-    found = [(p, u, terms) for p in passages for u, terms in _analysed(index, p.text)]
+           semantic: tuple[np.ndarray, Embed] | None, choice: Choice) -> list[Candidate]:
+    asked = question if choice.question_words else _content(question)
+    query = {index.term_id(t) for t in index.analyzer.analyze(asked)} - {-1}
+    found = [(p, u, terms) for p in passages
+             for u, terms in _analysed(index, p.text, choice.header_context)]
     quotable = [f for f in found if f[1].kind in QUOTABLE] or found
     if not quotable:
         return []
@@ -135,25 +188,36 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
     scores = lexical
     if semantic is not None:
         vector, embed = semantic
-        matrix = embed([p.text[u.start:u.end] for p, u, _ in quotable])
+        matrix = embed([_scored_text(p.text, u, choice.header_context) for p, u, _ in quotable])
         scores = [float(s) for s in matrix @ vector]
     top = max(p.hit.score for p in passages)
-    return [Candidate(passage=p, unit=u, terms=frozenset(terms) & query, lexical=lex,
-                      score=s * _weight(p.hit.score, top) * (SUPERSEDED if p.superseded else 1)
-                      if s > 0 else s)
-            for (p, u, terms), lex, s in zip(quotable, lexical, scores, strict=True)]
+    lift = [1.0 + choice.passage_weight * max(0.0, p.hit.score) / top if top > 0 else 1.0
+            for p, _, _ in quotable]
+    return [Candidate(passage=p, unit=u, terms=frozenset(terms) & query,
+                      content=frozenset(terms) - {-1}, lexical=lex,
+                      score=s * w * (SUPERSEDED if p.superseded else 1) if s > 0 else s)
+            for (p, u, terms), lex, s, w in zip(quotable, lexical, scores, lift, strict=True)]
 
 
-def _weight(score: float, top: float) -> float:
-    """A unit's lift from its passage's retrieval score (:data:`PASSAGE_WEIGHT`)."""
-    return 1.0 + PASSAGE_WEIGHT * max(0.0, score) / top if top > 0 else 1.0
+def _content(question: str) -> str:
+    """The question without its :data:`QUESTION_WORDS` (all of it if nothing is left)."""
+    kept = [w for w in question.split() if w.strip("?!.,;:'\"()").casefold() not in QUESTION_WORDS]
+    return " ".join(kept) or question
+
+
+def _scored_text(text: str, unit: Unit, header: bool) -> str:
+    """What a unit is scored as: its text, after its header row when it has one."""
+    own = text[unit.start:unit.end]
+    return f"{text[unit.context[0]:unit.context[1]]}\n{own}" if header and unit.context else own
 
 
 @lru_cache(maxsize=4096)
-def _analysed(index: BM25Index, text: str) -> tuple[tuple[Unit, tuple[int, ...]], ...]:
-    """A passage's units with their term ids (cached: passages recur across questions)."""
+def _analysed(index: BM25Index, text: str,
+              header: bool) -> tuple[tuple[Unit, tuple[int, ...]], ...]:
+    """A passage's units with their term ids, a row's with its header's too (cached:
+    passages recur across questions)."""
     analyze = index.analyzer.analyze
-    return tuple((u, tuple(index.term_id(t) for t in analyze(text[u.start:u.end])))
+    return tuple((u, tuple(index.term_id(t) for t in analyze(_scored_text(text, u, header))))
                  for u in units(text))
 
 

@@ -145,11 +145,42 @@ class Sentence:
     """False for an LLM sentence with no verified quote (shown, marked unsupported)."""
     quotes: tuple[dict[str, Any], ...] = ()
     """For LLM answers: every quote the model made, with its own check result."""
+    context: Citation | None = None
+    """For a quoted table row: its table's header row (the column names), cited."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "supported": self.supported,
                 "citations": [c.to_dict() for c in self.citations],
-                "quotes": [dict(q) for q in self.quotes]}
+                "quotes": [dict(q) for q in self.quotes],
+                "context": self.context.to_dict() if self.context else None}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Side:
+    """One source's values, with the citation that says them."""
+
+    values: tuple[str, ...]
+    citation: Citation
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"values": list(self.values), "superseded": self.citation.superseded,
+                "citation": self.citation.to_dict()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conflict:
+    """Sources that give different values for the same thing."""
+
+    about: str
+    """What the sides are about: a table row's first cell, or the words they share."""
+    kind: str
+    """The kind of value that differs: a unit (``day``, ``mb``), ``version``, ``date``,
+    ``year`` or ``number``."""
+    sides: tuple[Side, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"about": self.about, "kind": self.kind,
+                "sides": [s.to_dict() for s in self.sides]}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +196,9 @@ class Answer:
     sentences: tuple[Sentence, ...] = ()
     passages: tuple[Passage, ...] = ()
     message: str = ""
+    conflicts: tuple[Conflict, ...] = ()
+    """Where the cited sources and the other passages give different values for the
+    same thing (:mod:`.conflicts`): each side with its citation."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Mode-specific evidence: the gate's decision, the rewrite, the advisory judgement,
     the model's name."""
@@ -184,6 +218,7 @@ class Answer:
             "kind": self.kind, "answer": self.text, "message": self.message,
             "sentences": [s.to_dict() for s in self.sentences],
             "citations": [c.to_dict() for c in self.citations],
+            "conflicts": [c.to_dict() for c in self.conflicts],
             "passages": [{"number": p.number, "verdict": p.verdict.value,
                           "superseded": p.superseded, **p.hit.to_dict(p.collection)}
                          for p in self.passages],

@@ -15,6 +15,10 @@ line of a fenced code block; its ``(start, end)`` index the passage's own text, 
 * A list item (``-``, ``*``, ``+``, ``1.``, ``1)``) is one unit without its marker,
   with its indented continuation lines; a table row is one unit (the ``|---|``
   separator row is none); a heading is one unit without its ``#`` marks.
+* A table's header row (the row just above its ``|---|`` separator) is a ``header``
+  unit, and each row below it carries the header's span as its ``context``, so a row
+  such as ``| Deployment logs | 30 days |`` can be read, scored and shown with the
+  column names it needs.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-KINDS = ("sentence", "item", "row", "heading", "code")
+KINDS = ("sentence", "item", "row", "header", "heading", "code")
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
@@ -42,11 +46,36 @@ class Unit:
     start: int
     end: int
     kind: str
+    context: tuple[int, int] | None = None
+    """A table row's header row ``(start, end)`` in the same text, if the text has it."""
 
 
 def units(text: str) -> list[Unit]:
     """Every quotable unit of ``text``, in order (see the module docstring)."""
-    return [u for u in _blocks(text) if u.end > u.start]
+    return list(_tables(u for u in _blocks(text) if u.end > u.start))
+
+
+def _tables(found: Iterator[Unit]) -> Iterator[Unit]:
+    """Mark header rows and give the rows below a header its span as their context.
+    :func:`_blocks` yields a separator row as an empty ``separator`` unit."""
+    pending: Unit | None = None  # the row just before, which may be a header
+    header: tuple[int, int] | None = None
+    for unit in found:
+        if unit.kind == "separator":
+            if pending is not None:
+                header = (pending.start, pending.end)
+                yield Unit(pending.start, pending.end, "header")
+                pending = None
+            continue
+        if pending is not None:
+            yield pending
+        if unit.kind != "row":
+            pending, header = None, None
+            yield unit
+            continue
+        pending = Unit(unit.start, unit.end, "row", header)
+    if pending is not None:
+        yield pending
 
 
 def _lines(text: str) -> Iterator[tuple[int, int, int]]:
@@ -93,8 +122,8 @@ def _blocks(text: str) -> Iterator[Unit]:
             yield _trimmed(text, start + _HEADING.match(line).end(), end, "heading")  # type: ignore[union-attr]
         elif line.lstrip().startswith("|"):
             yield from flush()
-            if not _TABLE_SEPARATOR.match(line):
-                yield _trimmed(text, start, end, "row")
+            yield (Unit(start, start + 1, "separator") if _TABLE_SEPARATOR.match(line)
+                   else _trimmed(text, start, end, "row"))
         elif (marker := _ITEM.match(line)) is not None:
             yield from flush()
             item, item_indent = [(start + marker.end(), end)], len(marker.group(1))

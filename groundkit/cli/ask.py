@@ -48,6 +48,14 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
     return run
 
 
+def _where(c: dict[str, Any]) -> str:
+    lines = (f"line {c['start_line']}" if c["start_line"] == c["end_line"]
+             else f"lines {c['start_line']}-{c['end_line']}")
+    return (f"{c['collection']}:{c['path']} {lines}, chars {c['start']}-{c['end']} "
+            f"({c['verdict']})" + (f" — superseded ({c['superseded']})"
+                                   if c.get("superseded") else ""))
+
+
 def print_answer(data: dict[str, Any]) -> None:
     """The answer, each sentence followed by where it comes from."""
     if "rewrite" in data:
@@ -57,13 +65,17 @@ def print_answer(data: dict[str, Any]) -> None:
         return
     for n, sentence in enumerate(data["sentences"], start=1):
         mark = "" if sentence["supported"] else "  [unsupported: no verified quote]"
+        if sentence.get("context"):
+            print(f"  (table header: {sentence['context']['text']})")
         print(f"{sentence['text']}{mark}")
         for c in sentence["citations"]:
-            lines = (f"line {c['start_line']}" if c["start_line"] == c["end_line"]
-                     else f"lines {c['start_line']}-{c['end_line']}")
-            print(f"  [{n}] {c['collection']}:{c['path']} {lines}, chars "
-                  f"{c['start']}-{c['end']} ({c['verdict']})"
-                  + (f" — superseded ({c['superseded']})" if c.get("superseded") else ""))
+            print(f"  [{n}] {_where(c)}")
+    for conflict in data.get("conflicts", []):
+        print(f"Sources disagree on {conflict['about']}:")
+        for side in conflict["sides"]:
+            print(f"  {', '.join(side['values'])} — {_where(side['citation'])}")
+    if data.get("superseded_only"):
+        print(f"note: {data['superseded_only']}")
     if "judge" in data:
         j = data["judge"]
         print(f"advisory judgement ({j.get('model', 'model')}): {j['verdict']} — {j['reason']}",

@@ -10,7 +10,6 @@ from conftest import TreeMaker
 from groundkit.answer import ask
 from groundkit.collection import Collection, IndexConfig, index
 
-
 DOCS = {
     "policies/retention.md": "# Retention\n\nDeployment logs are kept for 30 days.\n",
     "policies/archive/retention-2022.md": (

@@ -98,3 +98,44 @@ def test_the_html_report_shows_the_answer_stages(tmp_path: Path) -> None:
     section = page[page.index('<section id="answers">'):]
     assert '<table id="answers-table">' in section and "100.0%" in section
     assert "not measured" in section
+
+
+def test_every_sentence_choice_is_measured_on_the_tuning_and_test_parts(
+        coll: Collection) -> None:
+    from evals.golden.answers import CHOICES
+
+    train = [dataclasses.replace(q, split="train") for q in questions("train")]
+    block = answer_block([*train, *questions("test")], coll,
+                         lambda text: {"bm25.idf_coverage": 0.5})
+    choices = block["extractive"]["choices"]
+    assert choices["measured"] and set(choices["variants"]) == set(CHOICES)
+    one = choices["variants"]["one-sentence"]
+    assert one["choice"]["max_sentences"] == 1 and one["test"]["citations_per_answer"] == 1.0
+    default = choices["variants"]["default"]
+    assert default["test"]["answer_success"] == block["extractive"]["by_mode"]["bm25"][
+        "answer_success"]
+    assert block["extractive"]["conflicts"] is None  # no conflict question here
+
+
+def test_conflict_questions_score_whether_the_answer_shows_both_sides(
+        make_tree: TreeMaker, home: Path) -> None:
+    docs = {"retention.md": "# R\n\n| Data | Kept |\n|---|---|\n| Deployment logs | 30 days |\n",
+            "archive/retention.md": "# R\n\n| Data | Kept |\n|---|---|\n"
+                                    "| Deployment logs | 14 days |\n"}
+    index("c", IndexConfig(roots=(str(make_tree(docs)),)), home=home)
+
+    def gold(doc: str, quote: str) -> report.GoldAnswer:
+        start = docs[doc].index(quote)
+        return report.GoldAnswer(doc_id=doc, quote=quote, start=start, end=start + len(quote))
+
+    asked = report.Question(
+        query_id="q1", text="how long are deployment logs kept", kind="answerable",
+        traits=("conflict",), split="test", gold=(gold("retention.md", "30 days"),),
+        conflicting=(gold("archive/retention.md", "14 days"),))
+    other = report.Question(query_id="q2", text="deployment logs", kind="answerable",
+                            split="test", gold=(gold("retention.md", "Deployment logs"),))
+    with Collection.open("c", home) as coll:
+        block = answer_block([asked, other], coll, lambda text: {"bm25.idf_coverage": 0.5})
+    scores = block["extractive"]["conflicts"]
+    assert (scores["questions"], scores["shown"], scores["current_first"]) == (1, 1.0, 1.0)
+    assert scores["other_questions"] == 1 and scores["by_part"]["test"] == 1

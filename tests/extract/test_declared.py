@@ -11,7 +11,8 @@ from .zips import members, packed
 
 
 def _html(head: str) -> bytes:
-    return f"<html><head>{head}<title>T</title></head><body><p>Body text.</p></body></html>".encode()
+    page = f"<html><head>{head}<title>T</title></head><body><p>Body text.</p></body></html>"
+    return page.encode()
 
 
 @pytest.mark.parametrize(("head", "evidence"), [
