@@ -54,17 +54,22 @@ golden-lint: $(STAMP) ## lint every golden version (quotes, checksums, ids, coun
 	$(PY) -m evals lint golden/v1
 	$(PY) -m evals lint golden/v2
 	$(PY) -m evals lint golden/v3
+	$(PY) -m evals lint golden/v4
 
 pytest: $(STAMP) browser inspector ## the pytest suite alone
 	$(PY) -m pytest -q
 
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
 
-eval: $(STAMP) ## index golden v3, run every default stage, write reports, check the gates
-	$(PY) -m evals run --golden golden/v3 --out evals/results --html reports/latest.html \
-	  --expected evals/expected/golden-v3.json
+eval: $(STAMP) ## index golden v4, run every default stage, write reports, check the gates
+	$(PY) -m evals run --golden golden/v4 --out evals/results --html reports/latest.html \
+	  --expected evals/expected/golden-v4.json
 	$(PY) -m evals check --data $(DATA) --html-dir reports
 	$(PY) -m evals shift --data $(DATA)
+
+eval-v3: $(STAMP) ## the same run on golden v3 (before the archive slice), with its own gates
+	$(PY) -m evals run --golden golden/v3 --out evals/results/v3 --html reports/latest-v3.html \
+	  --expected evals/expected/golden-v3.json
 
 eval-v2: $(STAMP) ## the same run on golden v2 (Markdown and text only), with its own gates
 	$(PY) -m evals run --golden golden/v2 --out evals/results/v2 --html reports/latest-v2.html \

@@ -28,7 +28,7 @@ from evals.score import gates
 from evals.summary import summary_table
 from groundkit.errors import UsageError
 
-DEFAULT_GOLDEN = REPO / "golden" / "v3"
+DEFAULT_GOLDEN = REPO / "golden" / "v4"
 DEFAULT_OUT = REPO / "evals" / "results"
 DEFAULT_CACHE = REPO / ".cache"
 EXPECTED_DIR = REPO / "evals" / "expected"

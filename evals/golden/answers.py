@@ -18,7 +18,8 @@ as the chunk judgments, at the level of the quoted span):
   document that says it is superseded (golden: the archived Birchline policy).
 
 Per mode (``by_mode``: bm25, dense, hybrid, on the test part; dense and hybrid from
-the suite's MiniLM collection when the run has it), the same scores.
+the suite's MiniLM collection when the run has it), the same scores; hybrid's also
+with its sentences scored by the embedding alone (``embedding_only``: no lexical share).
 
 **Choices** (``choices``): each way of choosing sentences (:class:`groundkit.answer.Choice`:
 the keep threshold, near-duplicate removal, table headers as context, question words,
@@ -66,14 +67,14 @@ Signals = Callable[[str], Mapping[str, float]]
 BY_MODE = ("bm25", "dense", "hybrid")
 CHOICES: dict[str, Choice] = {
     "default": Choice(),
+    "three-sentences": Choice(max_sentences=3),
+    "three-sentences-keep-0.7": Choice(max_sentences=3, keep=0.7),
+    "three-sentences-keep-0.9": Choice(max_sentences=3, keep=0.9),
+    "three-sentences-near-duplicates-0.8": Choice(max_sentences=3, redundancy=0.8),
+    "two-sentences": Choice(max_sentences=2),
     "no-header-context": Choice(header_context=False),
     "question-words-scored": Choice(question_words=True),
-    "near-duplicates-0.8": Choice(redundancy=0.8),
-    "keep-0.6": Choice(keep=0.6),
-    "keep-0.7": Choice(keep=0.7),
-    "keep-0.8": Choice(keep=0.8),
     "no-passage-lift": Choice(passage_weight=0.0),
-    "one-sentence": Choice(max_sentences=1),
 }
 """The sentence choices the harness compares (``default`` is what ``grk ask`` does)."""
 _SHOWN = ("answer_success", "citation_precision", "kept", "citations_per_answer")
@@ -122,6 +123,12 @@ def add_modes(block: dict[str, Any], questions: Sequence[rpt.Question],
         answers = {q.query_id: ask(embedded, q.text, mode=mode) for q in test}
         by_mode[mode] = {"measured": True, "part": "test", "stage": stage,
                          **_scores(test, answers)}
+        if mode == "hybrid":  # the lexical share of a unit's score, against none
+            alone = Choice(lexical_share=0.0)
+            scored = _scores(test, {q.query_id: ask(embedded, q.text, mode=mode, choice=alone)
+                                    for q in test})
+            by_mode[mode]["embedding_only"] = {"choice": alone.to_dict(),
+                                               **{k: scored[k] for k in _SHOWN}}
 
 
 def _choices(questions: Sequence[rpt.Question], coll: Collection,

@@ -244,7 +244,40 @@ def answers_section(report: Report) -> str:
             "correct when it overlaps a gold quote. Answer success: judged questions with a "
             "correct citation; citation precision: correct citations among all given.</p>"
             f'<table id="answers-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
-            f"</tbody></table><p>Answers by a language model: {llm}</p></section>")
+            f"</tbody></table>{_choices(ex.get('choices'))}{_conflicts(ex.get('conflicts'))}"
+            f"<p>Answers by a language model: {llm}</p></section>")
+
+
+def _choices(block: Mapping[str, Any] | None) -> str:
+    """Each way of choosing sentences, on the tuning parts and the test part."""
+    if not block or not block.get("measured"):
+        return ""
+    rows = "".join(
+        f'<tr><th scope="row">{e(name)}</th>'
+        + "".join(f"<td>{pct(v[part]['answer_success'])}</td>"
+                  f"<td>{pct(v[part]['citation_precision'])}</td><td>{pct(v[part]['kept'])}</td>"
+                  f"<td>{_number(v[part]['citations_per_answer'])}</td>"
+                  for part in ("tune", "test")) + "</tr>"
+        for name, v in block["variants"].items())
+    head = "".join(f'<th scope="col">{h}</th>' for h in (
+        "choice", *(f"{part}: {m}" for part in ("train+calibration", "test")
+                    for m in ("success", "precision", "kept", "citations"))))
+    return ('<h3>Sentence choices</h3><p class="note">Each way of choosing the quoted '
+            f"sentences ({e(block['mode'])}), measured on the parts a default may be chosen "
+            "on and on the test part.</p>"
+            f'<table id="choices-table"><thead><tr>{head}</tr></thead><tbody>{rows}'
+            "</tbody></table>")
+
+
+def _conflicts(block: Mapping[str, Any] | None) -> str:
+    """How answers to the conflict questions show the disagreement."""
+    if not block:
+        return ""
+    return (f'<h3>Conflicting sources</h3><p id="conflicts">On the {block["questions"]} '
+            "questions whose current and superseded documents disagree, the answer shows "
+            f"the disagreement for {pct(block['shown'])} and cites the current source first "
+            f"for {pct(block['current_first'])}; of the {block['other_questions']} other "
+            f"judged questions, {pct(block['false_alarms'])} get a conflict reported.</p>")
 
 
 def _number(value: float | None) -> str:

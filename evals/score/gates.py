@@ -12,8 +12,9 @@ block pins each gated stage's abstention gate at alpha 0.1 (``gate.*``: its
 AUROC, false-answer rate and coverage on the test part, their re-split means,
 excess AURC), and the baseline stage carries the extractive answer stages
 (``answers.*``: answer success, citation precision, no-answer questions answered,
-with and without the gate; per mode, ``answers.<mode>.*``, on the stage whose
-collection answered); on golden v3 on, each twinned stage's two-formats values
+with and without the gate, and on golden v4's conflict questions the share that shows
+the disagreement and leads with the current source; per mode, ``answers.<mode>.*``, on
+the stage whose collection answered); on golden v3 on, each twinned stage's two-formats values
 (``twins.markdown.*``, ``twins.html.*``, ``twins.delta.*``). A metric outside
 ``value ± tolerance`` fails the run
 loudly. Values are written by ``python -m evals expect`` from a report, never by
@@ -90,7 +91,7 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
         out.update({f"gate.{k}": v for k, v in values.items() if v is not None})
     answers = report.get("answers", {}).get("extractive")
     if answers is not None and stage["name"] == report.get("baseline"):
-        for part in ("all", "gate"):
+        for part in ("all", "gate", "conflicts"):
             if answers.get(part):
                 out.update({f"answers.{part}.{k}": v for k, v in answers[part].items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})

@@ -22,8 +22,11 @@ text is untrusted: it reaches a model only as numbered, fenced data.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from ..collection import Collection
 from ..errors import UsageError
@@ -36,6 +39,9 @@ __all__ = ["Answer", "Choice", "Citation", "Passage", "Sentence", "ask"]
 
 TOP_K = 5
 """How many hits an answer may draw on."""
+UNIT_VECTORS = 32_768
+"""Sentence vectors kept in memory between answers (passages recur across questions)."""
+_UNIT_VECTORS: OrderedDict[tuple[Any, str], Any] = OrderedDict()
 
 
 def ask(coll: Collection, question: str, *, mode: str = DEFAULT_MODE, top_k: int = TOP_K,
@@ -136,7 +142,7 @@ def _extractive(coll: Collection, question: str, mode: str, passages: tuple[Pass
                 choice: Choice, options: dict[str, Any]) -> Answer:
     semantic = _semantic(coll, question, mode, options)
     sentences = extract(question, passages, coll.snapshot.bm25(), semantic=semantic,
-                        choice=choice)
+                        choice=choice, lexical=mode != "dense")
     if sentences:
         return Answer(question=question, collection=coll.name, mode=mode, kind="extractive",
                       sentences=sentences, passages=passages)
@@ -150,9 +156,18 @@ def _semantic(coll: Collection, question: str, mode: str,
     if not MODES[mode].embedding:
         return None
     embedder = coll.snapshot.query_embedder()  # the search has checked it is the index's
+    model = embedder.provider.identity
 
     def embed(texts: Any) -> Any:
-        return embedder.provider.embed(list(texts), kind="document")
+        texts = list(texts)
+        missing = list(dict.fromkeys(t for t in texts if (model, t) not in _UNIT_VECTORS))
+        if missing:
+            for text, vector in zip(missing, embedder.provider.embed(missing, kind="document"),
+                                    strict=True):
+                _UNIT_VECTORS[(model, text)] = vector
+            while len(_UNIT_VECTORS) > UNIT_VECTORS:
+                _UNIT_VECTORS.popitem(last=False)
+        return np.stack([_UNIT_VECTORS[(model, t)] for t in texts])
 
     return embedder.vector(question), embed
 

@@ -53,7 +53,8 @@ from ..retrieval.bm25 import BM25Index
 from .model import Passage, Sentence
 from .sentences import Unit, units
 
-MAX_SENTENCES = 3
+MAX_SENTENCES = 5
+"""The most sentences an extractive answer may quote (``grk ask --sentences``)."""
 SUPERSEDED = 0.5
 """The share of its score a unit of a superseded document keeps."""
 K1, B = 1.2, 0.75
@@ -87,12 +88,16 @@ class Choice:
     """Score a table row with its header row, and cite the header as its context."""
     question_words: bool = False
     """Let :data:`QUESTION_WORDS` (how, what, do, we, …) score units as well."""
-    max_sentences: int = MAX_SENTENCES
+    lexical_share: float = 0.3
+    """In a mode that embeds *and* ranks lexically (hybrid), the share of a unit's score
+    from BM25 (each part scaled by its best unit); 0: the embedding alone, as in dense."""
+    max_sentences: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"keep": self.keep, "passage_weight": self.passage_weight,
                 "redundancy": self.redundancy, "header_context": self.header_context,
-                "question_words": self.question_words, "max_sentences": self.max_sentences}
+                "question_words": self.question_words, "lexical_share": self.lexical_share,
+                "max_sentences": self.max_sentences}
 
 
 DEFAULT = Choice()
@@ -126,13 +131,15 @@ class Candidate:
 
 def extract(question: str, passages: Sequence[Passage], index: BM25Index, *,
             semantic: tuple[np.ndarray, Embed] | None = None,
-            choice: Choice = DEFAULT) -> tuple[Sentence, ...]:
+            choice: Choice = DEFAULT, lexical: bool = True) -> tuple[Sentence, ...]:
     """The answer's sentences (empty when no verified passage has a quotable unit).
 
-    ``semantic`` is ``(question vector, embed)`` for modes that embed.
+    ``semantic`` is ``(question vector, embed)`` for modes that embed; ``lexical`` is
+    false for a mode that ranks by embedding alone (its units are then scored so too).
     """
     verified = [p for p in passages if p.verified]
-    candidates = _score(question, verified, index, semantic, choice)
+    share = choice.lexical_share if lexical and semantic is not None else 0.0
+    candidates = _score(question, verified, index, semantic, choice, share)
     if not candidates:
         return ()
     ranked = sorted(candidates, key=lambda c: c.key)
@@ -175,7 +182,8 @@ def _adds(candidate: Candidate, chosen: Sequence[Candidate], semantic: bool) -> 
 
 
 def _score(question: str, passages: Sequence[Passage], index: BM25Index,
-           semantic: tuple[np.ndarray, Embed] | None, choice: Choice) -> list[Candidate]:
+           semantic: tuple[np.ndarray, Embed] | None, choice: Choice,
+           share: float) -> list[Candidate]:
     asked = question if choice.question_words else _content(question)
     query = {index.term_id(t) for t in index.analyzer.analyze(asked)} - {-1}
     found = [(p, u, terms) for p in passages
@@ -189,7 +197,7 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
     if semantic is not None:
         vector, embed = semantic
         matrix = embed([_scored_text(p.text, u, choice.header_context) for p, u, _ in quotable])
-        scores = [float(s) for s in matrix @ vector]
+        scores = _fused([float(s) for s in matrix @ vector], lexical, share)
     top = max(p.hit.score for p in passages)
     lift = [1.0 + choice.passage_weight * max(0.0, p.hit.score) / top if top > 0 else 1.0
             for p, _, _ in quotable]
@@ -197,6 +205,16 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
                       content=frozenset(terms) - {-1}, lexical=lex,
                       score=s * w * (SUPERSEDED if p.superseded else 1) if s > 0 else s)
             for (p, u, terms), lex, s, w in zip(quotable, lexical, scores, lift, strict=True)]
+
+
+def _fused(semantic: list[float], lexical: list[float], share: float) -> list[float]:
+    """``(1 - share)`` of the semantic score plus ``share`` of the lexical one, each
+    scaled by its best unit (``share`` 0: the semantic score as it is)."""
+    if share <= 0:
+        return semantic
+    top_s, top_l = max(max(semantic), 1e-9), max(max(lexical), 1e-9)
+    return [(1 - share) * s / top_s + share * lex / top_l
+            for s, lex in zip(semantic, lexical, strict=True)]
 
 
 def _content(question: str) -> str:

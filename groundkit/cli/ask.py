@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
+from ..answer.extractive import DEFAULT, MAX_SENTENCES
 from ..collection import Collection
 from ..embeddings.ollama import OLLAMA_DEFAULT_HOST
+from ..errors import UsageError
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_NO_ANSWER, Handler, command, emit
 
@@ -21,6 +24,10 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
                    help="passages to answer from (default 5)")
     mode_arguments(p)
     abstain_arguments(p)
+    p.add_argument("--sentences", type=_sentences, metavar="N",
+                   help=f"extractive: quote up to N sentences (1-{MAX_SENTENCES}; default "
+                   f"{DEFAULT.max_sentences}, the measured choice); a further one must score "
+                   f"at least {DEFAULT.keep:g} of the best and add a query term")
     p.add_argument("--llm", metavar="ollama:MODEL", help="write the answer with a local "
                    "Ollama model; every quote in its reply is checked against the passage it "
                    "cites, and a reply whose quotes all fail is withheld")
@@ -36,16 +43,30 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from ..answer import ask
 
+        if args.sentences is not None and args.llm:
+            raise UsageError("--sentences applies to extractive answers (drop --llm)")
+        choice = replace(DEFAULT, max_sentences=args.sentences or DEFAULT.max_sentences)
         with Collection.open(args.collection, args.home) as coll:
             answer = ask(coll, args.question, mode=args.mode, top_k=args.top_k,
                          abstain=args.abstain, alpha=args.alpha, llm=args.llm,
                          llm_host=args.llm_host, llm_timeout=args.llm_timeout,
-                         rewrite=args.rewrite, judge=args.judge, **mode_options(args))
+                         rewrite=args.rewrite, judge=args.judge, choice=choice,
+                         **mode_options(args))
         data = answer.to_dict()
         emit(args, data, lambda: print_answer(data))
         return 0 if data["kind"] in ("extractive", "llm") else EXIT_NO_ANSWER
 
     return run
+
+
+def _sentences(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 1 <= n <= MAX_SENTENCES:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_SENTENCES}, got {n}")
+    return n
 
 
 def _where(c: dict[str, Any]) -> str:

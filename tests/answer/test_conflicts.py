@@ -94,8 +94,9 @@ def test_question_words_do_not_pull_in_a_sentence(make_tree: TreeMaker, home: Pa
     index("q", IndexConfig(roots=(str(root),)), home=home)
     with Collection.open("q", home) as coll:
         question = "how long do we keep deployment logs"
-        assert [c.path for c in ask(coll, question).citations] == ["a.md"]
-        scored = ask(coll, question, choice=Choice(question_words=True))
+        three = Choice(max_sentences=3)
+        assert [c.path for c in ask(coll, question, choice=three).citations] == ["a.md"]
+        scored = ask(coll, question, choice=Choice(max_sentences=3, question_words=True))
         assert sorted(c.path for c in scored.citations) == ["a.md", "b.md"]
 
 
@@ -109,3 +110,18 @@ def test_an_answer_citing_only_superseded_documents_says_so(
     assert [c.path for c in answer.citations] == ["archive/old.md"]
     assert answer.to_dict()["superseded_only"].startswith(
         "every citation is of a document that says it is superseded")
+
+
+def test_grk_ask_sentences_bounds_the_quotes(coll: Collection, home: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from groundkit.cli import main
+
+    main(["ask", "deployment logs audit logs", "-c", "p", "--home", str(home), "--json",
+          "--sentences", "1"])
+    assert len(json.loads(capsys.readouterr().out)["sentences"]) == 1
+    main(["ask", "deployment logs audit logs", "-c", "p", "--home", str(home), "--json",
+          "--sentences", "2"])
+    assert len(json.loads(capsys.readouterr().out)["sentences"]) == 2
+    with pytest.raises(SystemExit):
+        main(["ask", "x", "-c", "p", "--home", str(home), "--sentences", "6"])
+    assert "must be 1 to 5, got 6" in capsys.readouterr().err

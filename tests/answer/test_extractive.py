@@ -10,7 +10,7 @@ from conftest import TreeMaker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groundkit.answer import ask
+from groundkit.answer import Choice, ask
 from groundkit.answer.sentences import units
 from groundkit.cli import main
 from groundkit.collection import Collection, IndexConfig, index
@@ -63,12 +63,14 @@ def test_crlf_list_items_and_cjk_are_quoted_without_breaks_markers_or_extra_text
 
 
 def test_further_sentences_must_add_a_query_term(coll: Collection) -> None:
-    answer = ask(coll, "how long are audit logs and deployment logs kept")
+    answer = ask(coll, "how long are audit logs and deployment logs kept",
+                 choice=Choice(max_sentences=3))
     texts = [s.text for s in answer.sentences]
     assert set(texts[:2]) == {
         "Audit logs are kept for seven years, e.g. for SOX.",
         "Deployment logs are kept for 30 days, then deleted by the nightly job."}
     assert len(texts) <= 3
+    assert len(ask(coll, "how long are audit logs and deployment logs kept").sentences) == 1
 
 
 def test_the_same_question_gives_the_same_answer(coll: Collection) -> None:

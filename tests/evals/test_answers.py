@@ -109,8 +109,9 @@ def test_every_sentence_choice_is_measured_on_the_tuning_and_test_parts(
                          lambda text: {"bm25.idf_coverage": 0.5})
     choices = block["extractive"]["choices"]
     assert choices["measured"] and set(choices["variants"]) == set(CHOICES)
-    one = choices["variants"]["one-sentence"]
+    one = choices["variants"]["default"]
     assert one["choice"]["max_sentences"] == 1 and one["test"]["citations_per_answer"] == 1.0
+    assert choices["variants"]["three-sentences"]["choice"]["max_sentences"] == 3
     default = choices["variants"]["default"]
     assert default["test"]["answer_success"] == block["extractive"]["by_mode"]["bm25"][
         "answer_success"]
@@ -139,3 +140,20 @@ def test_conflict_questions_score_whether_the_answer_shows_both_sides(
     scores = block["extractive"]["conflicts"]
     assert (scores["questions"], scores["shown"], scores["current_first"]) == (1, 1.0, 1.0)
     assert scores["other_questions"] == 1 and scores["by_part"]["test"] == 1
+
+
+def test_the_html_shows_the_choices_and_the_conflict_scores(coll: Collection) -> None:
+    from evals.report.gate_html import answers_section
+
+    train = [dataclasses.replace(q, split="train") for q in questions("train")]
+    block = answer_block([*train, *questions("test")], coll,
+                         lambda text: {"bm25.idf_coverage": 0.5})
+    block["extractive"]["conflicts"] = {"questions": 50, "shown": 0.8, "current_first": 0.9,
+                                        "other_questions": 900, "false_alarms": 0.01}
+    page = answers_section({"answers": block})
+    table = page[page.index('<table id="choices-table">'):]
+    assert table.count("<tr>") == 1 + len(block["extractive"]["choices"]["variants"])
+    assert "three-sentences-keep-0.9" in table and "train+calibration: success" in table
+    assert ("On the 50 questions whose current and superseded documents disagree, the answer "
+            "shows the disagreement for 80.0% and cites the current source first for 90.0%"
+            ) in page
