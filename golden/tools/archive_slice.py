@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import io
 import json
 import posixpath
@@ -48,6 +47,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO)]
 from debian_docs.build import _PROVENANCE_LISTS, CONVERTERS  # noqa: E402
 from debian_docs.packages import _dep5_fields  # noqa: E402
 from debian_docs.selection import entries  # noqa: E402
+from slice_io import check, sha256, write  # noqa: E402
 
 V3 = REPO / "golden" / "v3"
 V4 = REPO / "golden" / "v4"
@@ -122,9 +122,6 @@ NOTES: dict[str, str] = {
 }
 """A note replacing the selection's, where the selection's does not hold for the old page."""
 
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def archived_id(doc_id: str, package: Package) -> str:
@@ -248,10 +245,10 @@ def build(out: Path, debs: Path = DEBS) -> dict[str, int]:
     records: dict[str, dict] = {}
     for src in sorted(p for p in (V3 / "docs").rglob("*") if p.is_file()):
         doc_id = src.relative_to(V3 / "docs").as_posix()
-        _write(docs / doc_id, src.read_bytes())
+        write(docs / doc_id, src.read_bytes())
         records[doc_id] = v3["documents"][doc_id]
     for src in sorted(p for p in (V3 / "twins").rglob("*") if p.is_file()):
-        _write(twins / src.relative_to(V3 / "twins"), src.read_bytes())
+        write(twins / src.relative_to(V3 / "twins"), src.read_bytes())
     for doc_id, entry, package, source in selection():
         if doc_id in records:
             raise SystemExit(f"{doc_id}: already a golden v3 document")
@@ -260,7 +257,7 @@ def build(out: Path, debs: Path = DEBS) -> dict[str, int]:
         data = gzip.decompress(raw) if source.endswith(".gz") else raw
         old_entry = dict(entry, doc=doc_id, pkg=package.name, src=source)
         text = CONVERTERS[entry["conv"]](old_entry, data).encode("utf-8")
-        _write(docs / doc_id, text)
+        write(docs / doc_id, text)
         records[doc_id] = _record(entry, package, deb, source, raw, text)
     blob = {"generator": GENERATOR, "documents": dict(sorted(records.items())),
             "twins": v3["twins"]}
@@ -289,17 +286,6 @@ def _record(entry: dict, package: Package, deb: Deb, source: str, raw: bytes,
     return rec
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def _files(root: Path) -> dict[str, str]:
-    found = {p.relative_to(root).as_posix(): sha256(p.read_bytes())
-             for sub in ("docs", "twins") for p in (root / sub).rglob("*") if p.is_file()}
-    if (root / "PROVENANCE.json").is_file():
-        found["PROVENANCE.json"] = sha256((root / "PROVENANCE.json").read_bytes())
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -322,15 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.check:
         print(build(args.out, args.debs))
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        build(Path(tmp), args.debs)
-        ours, theirs = _files(Path(tmp)), _files(args.out)
-    diffs = sorted(n for n in ours.keys() | theirs.keys() if ours.get(n) != theirs.get(n))
-    for name in diffs:
-        print(f"differs: {name}")
-    print(f"{len(diffs)} difference(s) with {args.out}" if diffs
-          else f"no difference with {args.out}")
-    return 1 if diffs else 0
+    return check(lambda out: build(out, args.debs), args.out)
 
 
 if __name__ == "__main__":

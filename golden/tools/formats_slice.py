@@ -23,7 +23,6 @@ a fixed date in their order), so the same packages always give the same bytes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import shutil
@@ -35,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from debian_docs.packages import pkg_version
+from slice_io import check, sha256, write
 
 REPO = Path(__file__).resolve().parents[2]
 V2 = REPO / "golden" / "v2"
@@ -81,9 +81,6 @@ CONVERTED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 """Files pandoc makes from handbook pages (HTML in, one office or e-book file out)."""
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
 
 def repack(data: bytes) -> bytes:
     """The same zip members in the same order, dated ``ZIP_DATE``; ``mimetype`` stored."""
@@ -124,11 +121,11 @@ def build(out: Path) -> dict[str, int]:
     records: dict[str, dict] = {}
     for src in sorted(p for p in (V2 / "docs").rglob("*") if p.is_file()):
         doc_id = src.relative_to(V2 / "docs").as_posix()
-        _write(docs / doc_id, src.read_bytes())
+        write(docs / doc_id, src.read_bytes())
         records[doc_id] = v2[doc_id]
     for doc_id, pkg, path, licence in COPIED:
         data = Path(path).read_bytes()
-        _write(docs / doc_id, data)
+        write(docs / doc_id, data)
         records[doc_id] = {"package": pkg, "version": pkg_version(pkg), "source_path": path,
                            "licence": licence, "source_sha256": sha256(data),
                            "sha256": sha256(data)}
@@ -136,7 +133,7 @@ def build(out: Path) -> dict[str, int]:
     for doc_id, writer, pages in CONVERTED:
         title = Path(doc_id).stem
         data, options = pandoc(writer, pages, title)
-        _write(docs / doc_id, data)
+        write(docs / doc_id, data)
         sources = [f"{HANDBOOK}/{p}" for p in pages]
         records[doc_id] = {
             "package": "debian-handbook", "version": pkg_version("debian-handbook"),
@@ -172,23 +169,13 @@ def _twins(twins: Path, v2: dict[str, dict]) -> dict[str, dict]:
             raise SystemExit(f"{source}: not the bytes golden v2 was built from (another "
                              f"{record['package']} version?)")
         twin = doc_id.rsplit(".", 1)[0] + ".html"
-        _write(twins / twin, data)
+        write(twins / twin, data)
         records[doc_id] = {"twin": f"twins/{twin}", "source_path": source,
                            "package": record["package"], "version": record["version"],
                            "sha256": sha256(data)}
     return records
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def _files(root: Path) -> dict[str, str]:
-    found = {p.relative_to(root).as_posix(): sha256(p.read_bytes())
-             for sub in ("docs", "twins") for p in (root / sub).rglob("*") if p.is_file()}
-    found["PROVENANCE.json"] = sha256((root / "PROVENANCE.json").read_bytes())
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,15 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.check:
         print(build(args.out))
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        build(Path(tmp))
-        ours, theirs = _files(Path(tmp)), _files(args.out)
-    diffs = sorted(n for n in ours.keys() | theirs.keys() if ours.get(n) != theirs.get(n))
-    for name in diffs:
-        print(f"differs: {name}")
-    print(f"{len(diffs)} difference(s) with {args.out}" if diffs
-          else f"no difference with {args.out}")
-    return 1 if diffs else 0
+    return check(build, args.out)
 
 
 if __name__ == "__main__":
