@@ -75,9 +75,11 @@ CHOICES: dict[str, Choice] = {
     "no-header-context": Choice(header_context=False),
     "question-words-scored": Choice(question_words=True),
     "no-passage-lift": Choice(passage_weight=0.0),
+    "superseded-as-current": Choice(superseded=1.0),
 }
 """The sentence choices the harness compares (``default`` is what ``grk ask`` does)."""
-_SHOWN = ("answer_success", "citation_precision", "kept", "citations_per_answer")
+_SHOWN = ("answer_success", "citation_precision", "kept", "citations_per_answer",
+          "superseded_first")
 
 
 def answer_block(questions: Sequence[rpt.Question], coll: Collection,
@@ -145,7 +147,8 @@ def _choices(questions: Sequence[rpt.Question], coll: Collection,
             q.query_id: ask(coll, q.text, mode=MODE, choice=choice) for q in (*tune, *test)}
         scored = {part: _scores(qs, answers) for part, qs in (("tune", tune), ("test", test))}
         out["variants"][name] = {"choice": choice.to_dict(), **{
-            part: {k: s[k] for k in _SHOWN} for part, s in scored.items()}}
+            part: {k: s[k] for k in _SHOWN} for part, s in scored.items()},
+            "conflicts": _conflicts([*tune, *test], answers)}
     return out
 
 

@@ -11,8 +11,8 @@ every hit it might cite, and answers from the verified ones only:
 
 A passage whose document says it is archived or superseded (recorded at index time:
 :mod:`groundkit.text.standing`) is marked with the evidence on every citation and
-offered after the current passages; its sentences count :data:`.extractive.SUPERSEDED`
-of their score, and a model sees it labelled. Where a cited span and another
+offered after the current passages; its sentences count half their score
+(:attr:`.Choice.superseded`; ``1`` treats such documents as current), and a model sees it labelled. Where a cited span and another
 document's passage give different values for the same thing, the answer lists both
 sides (:mod:`.conflicts`).
 
@@ -81,7 +81,7 @@ def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: boo
     found = _search(coll, query, mode, top_k, abstain, alpha, options, extra)
     if isinstance(found, Answer):
         return _with(found, question, extra)
-    passages = _ordered(coll, found)
+    passages = _ordered(coll, found, last=choice.superseded < 1)
     answer = (_extractive(coll, question, mode, passages, choice, options) if chat is None
               else _generated(question, passages, chat, coll.name, mode))
     if answer.citations:
@@ -96,15 +96,16 @@ def _answer(coll: Collection, question: str, mode: str, top_k: int, abstain: boo
     return _with(answer, question, extra)
 
 
-def _ordered(coll: Collection, hits: list[Any]) -> tuple[Passage, ...]:
+def _ordered(coll: Collection, hits: list[Any], *, last: bool) -> tuple[Passage, ...]:
     """The hits as numbered passages, each marked when its document says it is superseded
-    (recorded at index time: :mod:`groundkit.text.standing`); those come after the current
-    ones, in their order, never dropped."""
+    (recorded at index time: :mod:`groundkit.text.standing`); with ``last`` those come
+    after the current ones, in their order; never dropped."""
     marked = [(h, h.superseded) for h in hits]
-    ordered = [m for m in marked if m[1] is None] + [m for m in marked if m[1] is not None]
+    if last:
+        marked = [m for m in marked if m[1] is None] + [m for m in marked if m[1] is not None]
     return tuple(Passage(number=i, collection=coll.name, hit=h, superseded=why,
                          verdict=h.verdict.status)  # type: ignore[union-attr]
-                 for i, (h, why) in enumerate(ordered, start=1))
+                 for i, (h, why) in enumerate(marked, start=1))
 
 
 def _superseded_only(answer: Answer) -> dict[str, str]:

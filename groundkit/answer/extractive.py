@@ -17,8 +17,8 @@ calibration parts before it was set, then on its test part: answer success +1.0
 points, citation precision +1.7, bm25).
 
 A unit of a passage whose document says it is superseded (archived, replaced) counts
-:data:`SUPERSEDED` of its score: a current sentence that is half as good leads, and the
-superseded one may follow, marked, but is never hidden.
+:attr:`Choice.superseded` of its score (half, by default): a current sentence that is
+half as good leads, and the superseded one may follow, marked, but is never hidden.
 
 A table row is scored together with its table's header row (its column names), and
 the header is cited beside it as its *context*; a header row is never an answer on
@@ -55,8 +55,6 @@ from .sentences import Unit, units
 
 MAX_SENTENCES = 5
 """The most sentences an extractive answer may quote (``grk ask --sentences``)."""
-SUPERSEDED = 0.5
-"""The share of its score a unit of a superseded document keeps."""
 K1, B = 1.2, 0.75
 QUOTABLE = ("sentence", "item", "row", "code")
 """Headings are quoted only when nothing else scores."""
@@ -92,12 +90,15 @@ class Choice:
     """In a mode that embeds *and* ranks lexically (hybrid), the share of a unit's score
     from BM25 (each part scaled by its best unit); 0: the embedding alone, as in dense."""
     max_sentences: int = 1
+    superseded: float = 0.5
+    """The share of its score a unit of a superseded document keeps; 1 treats it as
+    current (its passages then also keep their retrieval order)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"keep": self.keep, "passage_weight": self.passage_weight,
                 "redundancy": self.redundancy, "header_context": self.header_context,
                 "question_words": self.question_words, "lexical_share": self.lexical_share,
-                "max_sentences": self.max_sentences}
+                "max_sentences": self.max_sentences, "superseded": self.superseded}
 
 
 DEFAULT = Choice()
@@ -203,7 +204,7 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
             for p, _, _ in quotable]
     return [Candidate(passage=p, unit=u, terms=frozenset(terms) & query,
                       content=frozenset(terms) - {-1}, lexical=lex,
-                      score=s * w * (SUPERSEDED if p.superseded else 1) if s > 0 else s)
+                      score=s * w * (choice.superseded if p.superseded else 1) if s > 0 else s)
             for (p, u, terms), lex, s, w in zip(quotable, lexical, scores, lift, strict=True)]
 
 

@@ -28,6 +28,10 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
                    help=f"extractive: quote up to N sentences (1-{MAX_SENTENCES}; default "
                    f"{DEFAULT.max_sentences}, the measured choice); a further one must score "
                    f"at least {DEFAULT.keep:g} of the best and add a query term")
+    p.add_argument("--superseded-as-current", action="store_true",
+                   help="rank passages of documents that say they are superseded (archived, "
+                   "deprecated, replaced) like any other; they stay marked (default: offered "
+                   "after current ones, their sentences counting half)")
     p.add_argument("--llm", metavar="ollama:MODEL", help="write the answer with a local "
                    "Ollama model; every quote in its reply is checked against the passage it "
                    "cites, and a reply whose quotes all fail is withheld")
@@ -45,7 +49,8 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
 
         if args.sentences is not None and args.llm:
             raise UsageError("--sentences applies to extractive answers (drop --llm)")
-        choice = replace(DEFAULT, max_sentences=args.sentences or DEFAULT.max_sentences)
+        choice = replace(DEFAULT, max_sentences=args.sentences or DEFAULT.max_sentences,
+                         superseded=1.0 if args.superseded_as_current else DEFAULT.superseded)
         with Collection.open(args.collection, args.home) as coll:
             answer = ask(coll, args.question, mode=args.mode, top_k=args.top_k,
                          abstain=args.abstain, alpha=args.alpha, llm=args.llm,

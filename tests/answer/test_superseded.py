@@ -57,3 +57,23 @@ def test_a_model_sees_the_label_but_never_the_notice_outside_its_fence(
     assert "SUPERSEDED" in ANSWER_RULES
     current = next(p for p in answer.passages if not p.superseded)
     assert "SUPERSEDED" not in passage_block(current).split("\n", 1)[0]
+
+
+def test_superseded_documents_can_be_ranked_as_current_and_stay_marked(
+        make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from groundkit.answer import Choice
+    from groundkit.cli import main
+
+    index("p", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)
+    with Collection.open("p", home) as coll:
+        question = "which deployment logs are kept for 14 days"
+        default = ask(coll, question)
+        assert default.passages[-1].superseded is not None  # offered last
+        as_current = ask(coll, question, choice=Choice(superseded=1.0))
+    assert as_current.passages[0].superseded == "in a folder named archive/"  # ranked first
+    assert as_current.citations[0].path == "policies/archive/retention-2022.md"
+    main(["ask", question, "-c", "p", "--home", str(home), "--json", "--superseded-as-current"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["citations"][0]["superseded"] == "in a folder named archive/"
