@@ -12,9 +12,9 @@ every hit it might cite, and answers from the verified ones only:
 A passage whose document says it is archived or superseded (recorded at index time:
 :mod:`groundkit.text.standing`) is marked with the evidence on every citation and
 offered after the current passages; its sentences count half their score
-(:attr:`.Choice.superseded`; ``1`` treats such documents as current), and a model sees it labelled. Where a cited span and another
-document's passage give different values for the same thing, the answer lists both
-sides (:mod:`.conflicts`).
+(:attr:`.Choice.superseded`; ``1`` treats such documents as current), and a model sees
+it labelled. Where a cited span and another document's passage give different values
+for the same thing, the answer lists both sides (:mod:`.conflicts`).
 
 Citations always point at file offsets, never at text a model produced. Document
 text is untrusted: it reaches a model only as numbered, fenced data.
