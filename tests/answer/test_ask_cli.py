@@ -61,3 +61,18 @@ def test_json_keeps_the_reply_every_quote_check_and_the_rewrite_beside_the_origi
     assert data["rewrite"]["original_hits"][0]["path"] == "logging.md"
     assert data["sentences"][0]["quotes"][0]["status"] == "verified"
     assert data["llm"]["model"] == "demo" and data["llm"]["reply"] == '"kept for 30 days" [1]'
+
+
+def test_a_reply_quoting_only_a_superseded_passage_is_marked(
+        make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    docs = {"logging.md": DOCS["logging.md"],
+            "archive/logging-2022.md": "# Logging (2022)\n\nDeployment logs are kept for "
+                                       "14 days.\n"}
+    index("notes", IndexConfig(roots=(str(make_tree(docs)),)), home=home)
+    code, out, _, chats = ask(home, capsys, 'Two weeks: "kept for 14 days" [2].')
+    assert code == 0
+    assert ", SUPERSEDED" in chats[0]["messages"][1]["content"]  # the model saw the label
+    assert out.splitlines()[1].endswith("— superseded (in a folder named archive/)")
+    assert out.rstrip().splitlines()[-1] == (
+        "note: every citation is of a document that says it is superseded, though current "
+        "passages were found (passage(s) 1): check them first")
