@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from ..text.analysis import Analyzer
-from .extractive import QUESTION_WORDS, QUOTABLE
+from .extractive import QUESTION_WORDS
 from .model import Citation, Conflict, Passage, Side
 from .sentences import units
 
@@ -51,6 +51,7 @@ AROUND = 2
 of the question's content terms (at least two)."""
 NEAR = 0.5
 _WORD = re.compile(r"[^\s|`*_>]+")
+QUOTABLE = ("sentence", "item", "row", "code")
 _UNITS = {
     "second": "s", "seconds": "s", "sec": "s", "secs": "s", "s": "s",
     "minute": "min", "minutes": "min", "min": "min", "mins": "min",
@@ -96,13 +97,13 @@ def detect(question: str, cited: Sequence[Citation], passages: Sequence[Passage]
     either side of it in its passage, where a long answer continues) and the other
     verified passages."""
     asked = set(analyzer.analyze(question)) - set(analyzer.analyze(" ".join(QUESTION_WORDS)))
-    by_passage = {p.number: [_span(p.cite(u.start, u.end), analyzer)
-                             for u in units(p.text) if u.kind in QUOTABLE]
-                  for p in passages if p.verified}
-    others = [span for found in by_passage.values() for span in found]
+    by_number = {p.number: p for p in passages}
+    near = _around(cited, by_number)
     spans = [_span(c, analyzer) for c in cited]
-    spans += [s for s in _around(cited, by_passage)
-              if len(s.context & asked) >= max(2, NEAR * len(asked))]
+    nearby = [_span(c, analyzer) for c in near[len(cited):]]
+    spans += [s for s in nearby if len(s.context & asked) >= max(2, NEAR * len(asked))]
+    others = [_span(p.cite(u.start, u.end), analyzer) for p in passages if p.verified
+              for u in units(p.text) if u.kind in QUOTABLE]
     found: list[Conflict] = []
     seen: set[frozenset[tuple[str, int, int]]] = set()
     for mine in spans:
@@ -117,21 +118,20 @@ def detect(question: str, cited: Sequence[Citation], passages: Sequence[Passage]
     return tuple(found)
 
 
-def _around(cited: Sequence[Citation], by_passage: dict[int, list[_Span]]) -> list[_Span]:
-    """The units next to each citation in its passage (once each, in order; none that
-    is itself cited)."""
-    taken = {_where(c) for c in cited}
-    out: dict[tuple[str, int, int], _Span] = {}
+def _around(cited: Sequence[Citation], passages: dict[int, Passage]) -> list[Citation]:
+    """Each citation, then the units next to it in its passage (once each, in order)."""
+    out = list(cited)
     for c in cited:
-        found = by_passage.get(c.passage, [])
-        at = next((i for i, s in enumerate(found)
-                   if s.citation.start <= c.start < s.citation.end), None)
-        if at is None:
+        passage = passages.get(c.passage)
+        if passage is None:
             continue
-        for span in found[max(0, at - AROUND):at + AROUND + 1]:
-            if _where(span.citation) not in taken and span is not found[at]:
-                out.setdefault(_where(span.citation), span)
-    return list(out.values())
+        found = [u for u in units(passage.text) if u.kind in QUOTABLE]
+        offset = c.start - passage.chunk.start
+        at = next((i for i, u in enumerate(found) if u.start <= offset < u.end), None)
+        if at is not None:
+            out += [passage.cite(u.start, u.end)
+                    for u in found[max(0, at - AROUND):at + AROUND + 1] if u is not found[at]]
+    return list({_where(c): c for c in out}.values())
 
 
 def _compare(mine: _Span, theirs: _Span, asked: set[str]) -> Conflict | None:

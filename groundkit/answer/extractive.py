@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -95,7 +95,10 @@ class Choice:
     current (its passages then also keep their retrieval order)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"keep": self.keep, "passage_weight": self.passage_weight,
+                "redundancy": self.redundancy, "header_context": self.header_context,
+                "question_words": self.question_words, "lexical_share": self.lexical_share,
+                "max_sentences": self.max_sentences, "superseded": self.superseded}
 
 
 DEFAULT = Choice()
