@@ -49,7 +49,13 @@ parent still reads as plain tuples, its scores and its latencies (:func:`_portab
 
 
 class StageRun(Protocol):
-    """One stage opened on a suite: ranks questions into the report's hit records."""
+    """One stage opened on a suite: ranks questions into the report's hit records.
+
+    A stage that ranks less deep than the suite asks, whatever the question, declares it
+    as ``depth`` (an int: an MCP stage's ``top_k``, a run file's deepest list; a stage
+    without the attribute, or with ``None``, ranks the suite's depth). A measure that reads
+    deeper is n/a for it, not a loss (:mod:`evals.report.reach`; :func:`declared_depth`).
+    """
 
     @property
     def description(self) -> str: ...
@@ -323,6 +329,14 @@ def _run_stage(run: StageRun, stage: Stage, suite: Suite, settings: rpt.Settings
         f"({time.perf_counter() - t:.1f}s)")
     result = rpt.StageResult(name=stage.name, description=run.description, config=run.config,
                              hits=hits, qrels=run.qrels, gate_mode=run.gate_mode,
-                             signals=dict(run.signals) if run.gate_mode else None)
+                             signals=dict(run.signals) if run.gate_mode else None,
+                             depth=declared_depth(run, suite.depth))
     scored = rpt.score_stage(result, suite.questions, suite.qrels, settings.measures)
     return result, scored, (run.latencies_ms if isinstance(run, McpRun) else None)
+
+
+def declared_depth(run: StageRun, suite_depth: int) -> int | None:
+    """How deep ``run`` declares it ranks (:class:`StageRun`), when that is less than the
+    suite's depth (:attr:`evals.report.StageResult.depth`); else ``None``."""
+    depth = getattr(run, "depth", None)
+    return int(depth) if depth is not None and depth < suite_depth else None

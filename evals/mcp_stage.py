@@ -52,6 +52,8 @@ class McpRun:
         self.qrels: metrics.Qrels | None = qrels
         self.config = {**config, "engine": stage.engine, "twin": stage.twin,
                        "transport": MCP_ENGINES[stage.engine], "top_k": MAX_TOP_K}
+        self.depth = MAX_TOP_K
+        """It ranks this deep whatever the suite asks (:class:`evals.harness.StageRun`)."""
         self.description = description
         self.gate_mode: str | None = None
         self.signals: dict[str, dict[str, float]] = {}

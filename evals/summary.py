@@ -97,6 +97,17 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
+def _cell(stage: Mapping[str, Any], measure: str, c: Mapping[str, Any] | None) -> str:
+    """A stage's value on ``measure`` with its delta and interval against the baseline; the
+    n/a text where the stage ranks too shallow for it, and no delta where either side does."""
+    value = stage["metrics"][measure]
+    if value is None:
+        return str(stage.get("unreachable", {}).get(measure, "n/a"))
+    if c is None or c.get("unreachable"):
+        return f"{value:.3f}"
+    return f"{value:.3f}  {c['delta']:+.3f} [{c['ci_low']:+.3f},{c['ci_high']:+.3f}]"
+
+
 def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = None) -> str:
     """A plain-text table: one row per stage, metrics with delta and interval vs baseline."""
     measures = list(measures or report["measures"])
@@ -106,18 +117,14 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
             + f"{'abstained':>12}")
     lines = [head, "-" * len(head)]
     for stage in report["stages"]:
-        cells = []
-        for m in measures:
-            value = stage["metrics"][m]
-            c = comps.get((stage["name"], m))
-            cells.append(f"{value:.3f}" + (f"  {c['delta']:+.3f} [{c['ci_low']:+.3f},"
-                                           f"{c['ci_high']:+.3f}]" if c else ""))
+        cells = [_cell(stage, m, comps.get((stage["name"], m))) for m in measures]
         ab = stage["abstention"]
         docs = stage.get(DOCUMENTS)
         lines.append(f"{stage['name']:<{width}}" + "".join(f"{cell:>30}" for cell in cells)
                      + (f"{docs:>9.2f}" if docs is not None else f"{'—':>9}")
                      + f"{ab['no_answer_abstained']:>8}/{ab['no_answer_total']:<3}")
-    lines.append("cells: value  delta vs baseline [95% bootstrap CI]; docs@10: distinct "
+    lines.append("cells: value  delta vs baseline [95% bootstrap CI]; n/a (ranks N deep): the "
+                 "stage ranks too shallow for the measure (not compared); docs@10: distinct "
                  "documents in the top 10 (mean); abstained: no-answer questions answered with "
                  "nothing")
     lines += gate_lines(report)

@@ -227,6 +227,10 @@ class _RunFileRun:
     def __init__(self, prep: Prepared, path: str, description: str) -> None:
         self.prep = prep
         self.ranked = trec.ranking(trec.read_run(path))
+        deepest = max(map(len, self.ranked.values()), default=0)
+        self.depth = deepest if deepest < len(prep.texts) else None
+        """Its deepest list: it ranks no deeper (:class:`evals.harness.StageRun`); ``None``
+        when a list holds every document (no stage ranks deeper than the collection)."""
         self.config = {"engine": "run-file", "run_file": path}
         self.description = description
         self.qrels = None

@@ -32,6 +32,7 @@ from .model import (
     StageResult,
     compact_source,
 )
+from .reach import needed_depth, unreachable
 
 __all__ = [
     "DECIMALS",
@@ -58,9 +59,11 @@ __all__ = [
     "git_commit",
     "kept_hits",
     "load_json",
+    "needed_depth",
     "run_metadata",
     "schema",
     "score_stage",
+    "unreachable",
     "validate",
     "write_canonical",
     "write_json",

@@ -117,7 +117,7 @@ SCRIPT = """
     }
     var head = el("h4", "", name + " ");
     var scores = entry[2] ? data.measures.map(function (m, i) {
-      return m + " " + entry[2][i].toFixed(3);
+      return m + " " + (entry[2][i] === null ? "n/a" : entry[2][i].toFixed(3));
     }).join(" · ") : "";
     head.appendChild(el("span", "desc", "top " + entry[3].length + " of " + entry[1] +
                         (scores ? " · " + scores : "")));

@@ -20,7 +20,7 @@ at least one gold answer; no-answer questions only count towards abstention.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evals import forked
@@ -31,6 +31,7 @@ from groundkit.model import OFFSET_UNIT
 from .breakdown import breakdowns
 from .files import SCHEMA_VERSION, canonical, run_metadata
 from .model import HitRecord, Provenance, Question, ReportError, Settings, StageResult
+from .reach import blanked, blanked_breakdowns, declared, unreachable, unreached
 
 FORK_QUESTIONS = 200
 """From this many questions on, the comparisons and the hybrid rivals of the gate (the
@@ -70,7 +71,8 @@ def build_report(
         **_header(provenance, config, settings, measures, run),
         "baseline": baseline,
         "stages": [done[s.name].block for s in stages],
-        "breakdowns": breakdowns(by_id, judged, scores),
+        "breakdowns": blanked_breakdowns(breakdowns(by_id, judged, scores),
+                                         {name: d.unreachable for name, d in done.items()}),
         "passages": passages.rows,
     }
     blocks = [_question_block(by_id[q], stages, done, qrels, settings, passages)
@@ -114,6 +116,8 @@ class Scored:
     gate: dict[str, Any] | None = None
     """Its entry in the ``gate`` block, default scorer only (``None``: not gated, or
     nothing to calibrate on)."""
+    unreachable: dict[str, str] = field(default_factory=dict)
+    """The measures it ranks too shallow for, each with its n/a text (:mod:`.reach`)."""
 
 
 GATE_DEPTH = 10
@@ -138,8 +142,9 @@ def score_stage(stage: StageResult, questions: Sequence[Question], qrels: metric
     scores = _stage_scores(stage, qrels, judged, canonical_measures)
     gate = (abstention.stage_block(str(stage.gate_mode), _gate_items(stage, by_id, qrels))
             if _gated(stage) else None)
+    missing = unreachable(stage.depth, canonical_measures)
     return Scored(canonical_measures, scores, {q: len(h) for q, h in stage.hits.items()},
-                  _stage_block(stage, scores, by_id, judged), gate)
+                  _stage_block(stage, scores, by_id, judged, missing), gate, missing)
 
 
 def _gated(stage: StageResult) -> bool:
@@ -168,7 +173,7 @@ def _statistics(stages: Sequence[StageResult], baseline: str, done: Mapping[str,
 
     def compute() -> dict[str, Any]:
         out: dict[str, Any] = {
-            "comparisons": _comparisons(stages, baseline, scores, measures, settings)}
+            "comparisons": _comparisons(stages, baseline, done, measures, settings)}
         if rivals is not None:
             out["rivals"] = abstention.rival_scorers("hybrid", rivals[1])
         return dict(canonical(out))
@@ -256,8 +261,10 @@ def _statistics_block(settings: Settings) -> dict[str, Any]:
 
 def _stage_block(
     stage: StageResult, scores: metrics.PerQuery, by_id: Mapping[str, Question],
-    judged: list[str],
+    judged: list[str], missing: Mapping[str, str],
 ) -> dict[str, Any]:
+    """The stage's ``stages`` entry; a measure it ranks too shallow for is ``None`` in its
+    metrics and named, with why, in ``unreachable`` (with ``depth``, when it declares one)."""
     no_answer = [q for q, question in by_id.items() if not question.gold]
     run = {q: {h.chunk_id: h.score for h in hits} for q, hits in stage.hits.items()}
     block = {
@@ -265,9 +272,10 @@ def _stage_block(
         "description": stage.description,
         "config": dict(stage.config),
         "judged": len(judged),
-        "metrics": metrics.aggregate(scores),
+        "metrics": blanked(metrics.aggregate(scores), missing),
         "abstention": metrics.abstention(run, judged, no_answer),
     }
+    block.update(declared(stage.depth, missing))
     documents = metrics.distinct_documents(
         {q: [h.doc_id for h in hits[:DOCUMENTS_DEPTH]] for q, hits in stage.hits.items()},
         judged)
@@ -276,21 +284,24 @@ def _stage_block(
     return block
 
 
-def _comparisons(
-    stages: Sequence[StageResult],
-    baseline: str,
-    scores: Mapping[str, metrics.PerQuery],
-    measures: tuple[str, ...],
-    settings: Settings,
-) -> list[dict[str, Any]]:
-    keys = [{"stage": stage, "baseline": baseline, "measure": measure}
-            for stage in (s.name for s in stages if s.name != baseline) for measure in measures]
-    results = stats.compare_all(
-        [(scores[baseline][k["measure"]], scores[k["stage"]][k["measure"]]) for k in keys],
+def _comparisons(stages: Sequence[StageResult], baseline: str, done: Mapping[str, Scored],
+                 measures: tuple[str, ...], settings: Settings) -> list[dict[str, Any]]:
+    """Every stage against the baseline on every measure, Holm-adjusted across those made;
+    one a side ranks too shallow for is not made (:func:`.reach.unreached`)."""
+    keys = [(stage, measure) for stage in (s.name for s in stages if s.name != baseline)
+            for measure in measures]
+    base = done[baseline]
+    made = [k for k in keys if k[1] not in done[k[0]].unreachable | base.unreachable]
+    results = dict(zip(made, stats.compare_all(
+        [(base.scores[m], done[stage].scores[m]) for stage, m in made],
         resamples=settings.resamples, permutations=settings.permutations,
-        confidence=settings.confidence, seed=settings.seed)
-    adjusted = stats.apply_holm(results)
-    return [{**key, **asdict(c)} for key, c in zip(keys, adjusted, strict=True)]
+        confidence=settings.confidence, seed=settings.seed), strict=True))
+    every = [results.get((stage, m)) or unreached(
+        len(base.scores[m]), base.block["metrics"][m], done[stage].block["metrics"][m],
+        settings.confidence, done[stage].unreachable.get(m) or base.unreachable[m])
+        for stage, m in keys]
+    return [{"stage": stage, "baseline": baseline, "measure": m, **asdict(c)}
+            for (stage, m), c in zip(keys, stats.apply_holm(every), strict=True)]
 
 
 def _gate_items(stage: StageResult, by_id: Mapping[str, Question],
@@ -358,12 +369,13 @@ def _question_block(
     for stage in stages:
         judgments = (stage.qrels if stage.qrels is not None else qrels).get(question.query_id) or {}
         hits = stage.hits[question.query_id]
-        per, retrieved = done[stage.name].scores, done[stage.name].retrieved[question.query_id]
+        ran = done[stage.name]
+        per, retrieved = ran.scores, ran.retrieved[question.query_id]
         per_stage[stage.name] = {
             "abstained": not retrieved,
             "retrieved": retrieved,
-            "scores": ({m: canonical(v[question.query_id]) for m, v in per.items()}
-                       if question.gold else {}),
+            "scores": (blanked({m: canonical(v[question.query_id]) for m, v in per.items()},
+                               ran.unreachable) if question.gold else {}),
             "hits": [
                 {"rank": int(h.rank), "chunk_id": str(h.chunk_id), "passage": passages.index(h),
                  "score": canonical(h.score), "verdict": h.verdict,

@@ -5,7 +5,10 @@ stage of the same name) on every measure both reports carry, paired by query id
 over the judged questions both hold, with the same statistics as a report:
 percentile bootstrap interval of the mean difference ``B - A``, paired
 randomisation test, Holm adjustment across every comparison printed, and
-wins/ties/losses (a *win* is a question where B scores higher).
+wins/ties/losses (a *win* is a question where B scores higher). A measure either stage
+ranks too shallow for (its report's ``unreachable``, :mod:`evals.report.reach`) is not
+compared: its row says why and has no delta, interval or p-value, and it is not in the
+Holm family.
 
 Exit codes: 0 success; 2 bad arguments; otherwise the ``exit_code`` of the
 :class:`groundkit.errors.GroundkitError` raised (e.g. 1 for an unreadable or
@@ -19,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evals.report import ReportError, canonical, load_json
+from evals.report import ReportError, canonical, load_json, reach
 from evals.score import stats
 
 
@@ -52,7 +55,8 @@ def compare_runs(
         "confidence": confidence,
         "seed": seed,
     }
-    comparisons = _compare_pairs(scores_a, scores_b, paired, pairs, measures, settings)
+    missing = (_unreachable(a), _unreachable(b))
+    comparisons = _compare_pairs(scores_a, scores_b, paired, pairs, measures, settings, missing)
     outcome = {
         "a": _describe(path_a, a),
         "b": _describe(path_b, b),
@@ -88,19 +92,33 @@ def _compare_pairs(
     pairs: Sequence[tuple[str, str]],
     measures: Sequence[str],
     settings: dict[str, Any],
+    missing: tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]],
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    results: list[stats.Comparison] = []
+    results: list[stats.Comparison | stats.Unreached] = []
     for stage_a, stage_b in pairs:
         for measure in measures:
-            column_a = _column(scores_a, paired, stage_a, measure, "A")
-            column_b = _column(scores_b, paired, stage_b, measure, "B")
             rows.append({"stage_a": stage_a, "stage_b": stage_b, "measure": measure})
-            results.append(stats.compare(column_a, column_b, **settings))
+            gone = (missing[0].get(stage_a, {}).get(measure),
+                    missing[1].get(stage_b, {}).get(measure))
+            columns = [None if why else _column(scores, paired, stage, measure, side)
+                       for scores, stage, side, why in ((scores_a, stage_a, "A", gone[0]),
+                                                        (scores_b, stage_b, "B", gone[1]))]
+            if columns[0] is None or columns[1] is None:
+                means = [None if c is None else sum(c.values()) / len(c) for c in columns]
+                results.append(reach.unreached(len(paired), means[0], means[1],
+                                               settings["confidence"], gone[0] or gone[1] or ""))
+            else:
+                results.append(stats.compare(columns[0], columns[1], **settings))
     return [
         {**row, **_renamed(asdict(result))}
         for row, result in zip(rows, stats.apply_holm(results), strict=True)
     ]
+
+
+def _unreachable(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each stage's measures it ranks too shallow for (stage -> measure -> n/a text)."""
+    return {s["name"]: s.get("unreachable", {}) for s in report["stages"]}
 
 
 def _same_named_stages(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str]]:
@@ -176,6 +194,11 @@ def format_table(outcome: dict[str, Any]) -> str:
     ]
     for c in outcome["comparisons"]:
         pair = f"{c['stage_a']} -> {c['stage_b']}"
+        if c.get("unreachable"):
+            means = [" " * 8 if v is None else f"{v:>8.3f}" for v in (c["mean_a"], c["mean_b"])]
+            lines.append(f"{pair:<24} {c['measure']:<12} {means[0]} {means[1]} "
+                         f"{c['unreachable']:>29}")
+            continue
         ci = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
         lines.append(
             f"{pair:<24} {c['measure']:<12} {c['mean_a']:>8.3f} {c['mean_b']:>8.3f} "

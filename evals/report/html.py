@@ -72,7 +72,10 @@ def write_html(report: Report, path: str | Path) -> Path:
 
 
 def _verdict_class(c: Mapping[str, Any]) -> str:
-    """better/worse only when the interval excludes 0 and Holm's p <= 1 - confidence."""
+    """better/worse only when the interval excludes 0 and Holm's p <= 1 - confidence;
+    ``unclear na`` (grey) for one not made, a side ranking too shallow for the measure."""
+    if c.get("unreachable"):
+        return "unclear na"
     if c["p_holm"] > 1.0 - c["confidence"]:
         return "unclear"
     if c["ci_low"] > 0:
@@ -110,7 +113,8 @@ def _header(report: Report) -> str:
             "statistics",
             f"{stats['confidence']:.0%} percentile bootstrap ({stats['resamples']:,} resamples), "
             f"paired randomisation ({stats['permutations']:,}), Holm across "
-            f"{len(report['comparisons'])} comparisons, seed {report['seed']}",
+            f"{sum(not c.get('unreachable') for c in report['comparisons'])} comparisons, "
+            f"seed {report['seed']}",
         ),
     ]
     items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
@@ -126,9 +130,9 @@ def _summary(report: Report) -> str:
         name = stage["name"]
         cells = []
         for m in measures:
-            cell = f'<span class="mean">{num(stage["metrics"][m])}</span>'
+            cell = f'<span class="mean">{_value(stage, m, stage["metrics"][m])}</span>'
             c = index.get((name, m))
-            if c is not None:
+            if c is not None and not c.get("unreachable"):
                 cell += (
                     f'<span class="delta {_verdict_class(c)}">{signed(c["delta"])} '
                     f"[{signed(c['ci_low'])}, {signed(c['ci_high'])}]</span>"
@@ -149,11 +153,19 @@ def _summary(report: Report) -> str:
         '<section><h2>Summary</h2><p class="note">Mean over every judged question (no result '
         "counts as 0). Under each mean: the difference from the baseline with its "
         f"{report['statistics']['confidence']:.0%} bootstrap interval, and the Holm-adjusted "
-        "p-value. Documents: how many distinct documents the top 10 come from.</p>"
+        "p-value; n/a: the stage ranks too shallow for the measure (not compared). "
+        "Documents: how many distinct documents the top 10 come from.</p>"
         '<div class="scroll"><table id="summary"><thead><tr><th scope="col">'
         f'stage</th><th scope="col">n</th>{head}<th scope="col">documents in top 10</th>'
         f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>'
     )
+
+
+def _value(stage: Mapping[str, Any], measure: str, value: float | None) -> str:
+    """A stage's ``value`` on ``measure``, or the n/a text (grey) of one it ranks too
+    shallow for."""
+    missing = stage.get("unreachable", {}).get(measure)
+    return num(value) if missing is None else f'<span class="unclear na">{e(missing)}</span>'
 
 
 def _forest_section(report: Report) -> str:
@@ -178,7 +190,8 @@ def _forest_plot(measure: str, rows: Sequence[Mapping[str, Any]]) -> str:
     # The label column grows with the longest stage name (about 7 px a character).
     left = 16 + 7 * max([len(str(r["stage"])) for r in rows] or [8])
     width, right, row_h, top = 260, 170, 26, 28
-    extent = [abs(float(r[k])) for r in rows for k in ("ci_low", "ci_high", "delta")]
+    extent = [abs(float(r[k])) for r in rows if not r.get("unreachable")
+              for k in ("ci_low", "ci_high", "delta")]
     limit = 1.1 * max([0.01, *extent])
     height = top + row_h * len(rows) + 22
 
@@ -195,6 +208,11 @@ def _forest_plot(measure: str, rows: Sequence[Mapping[str, Any]]) -> str:
     for i, r in enumerate(rows):
         y = top + row_h * i + row_h / 2
         cls = _verdict_class(r)
+        if r.get("unreachable"):  # not compared: the label and why, no interval or dot
+            parts.append(f'<g class="{cls}"><text x="{left - 8}" y="{y + 4}" class="label">'
+                         f'{e(r["stage"])}</text><text x="{left + 8}" y="{y + 4}" class='
+                         f'"value">{e(r["unreachable"])}</text></g>')
+            continue
         interval = f"{signed(r['delta'])} [{signed(r['ci_low'])}, {signed(r['ci_high'])}]"
         parts.append(
             f'<g class="{cls}"><title>{e(r["stage"])} − {e(r["baseline"])}, {e(measure)}: '
@@ -238,14 +256,16 @@ def _breakdowns(report: Report) -> str:
         rows = []
         for group in sorted(report["breakdowns"][axis]):
             entry = report["breakdowns"][axis][group]
-            for i, stage in enumerate(s["name"] for s in report["stages"]):
+            for i, block in enumerate(report["stages"]):
+                stage = block["name"]
                 lead = (
                     f'<th scope="row" rowspan="{len(report["stages"])}">{e(group)}'
                     f'<div class="desc">n = {entry["n"]}</div></th>'
                     if i == 0
                     else ""
                 )
-                values = "".join(f"<td>{num(entry['stages'][stage][m])}</td>" for m in measures)
+                values = "".join(f"<td>{_value(block, m, entry['stages'][stage][m])}</td>"
+                                 for m in measures)
                 rows.append(f"<tr>{lead}<td>{e(stage)}</td>{values}</tr>")
         tables.append(
             f'<h3>By {axis}</h3><div class="scroll"><table class="breakdown"><thead><tr>'
@@ -360,7 +380,7 @@ def _stage_data(entry: Mapping[str, Any], measures: Sequence[str]) -> list[Any]:
 def _outcome(entry: Mapping[str, Any], primary: str) -> str:
     """A judged question's score on the primary measure, else whether it abstained."""
     if primary in entry["scores"]:
-        return num(entry["scores"][primary])
+        return "n/a" if entry["scores"][primary] is None else num(entry["scores"][primary])
     return "abstained" if entry["abstained"] else f"{entry['retrieved']} hits"
 
 

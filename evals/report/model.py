@@ -148,6 +148,11 @@ class StageResult:
     """The groundkit mode whose abstention gate this stage is measured with, if any."""
     signals: Mapping[str, Mapping[str, float]] | None = None
     """Every question's confidence signals in that mode."""
+    depth: int | None = None
+    """How deep the stage ranks when it declares less than the suite's depth (an MCP
+    stage's ``top_k``, a run file's deepest list; :attr:`evals.harness.StageRun.depth`);
+    ``None``: as deep as the suite asks. A measure needing a deeper ranking is n/a for it
+    (:func:`evals.report.reach.unreachable`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,8 @@
      "source": "make eval, 2026-11-30",  # how they were produced
      "stages": {"bm25": {"nDCG@10": {"value": 0.71, "tolerance": 0.005}, ...}}}
 
-Besides every stage's metrics, distinct documents in the top 10
+Besides every stage's metrics (not one it ranks too shallow for, which is n/a and not
+pinned: :mod:`evals.report.reach`), distinct documents in the top 10
 (``distinct_documents@10``) and abstention counts, a report with a ``gate``
 block pins each gated stage's abstention gate at alpha 0.1 (``gate.*``: its
 AUROC, false-answer rate and coverage on the test part, their re-split means,
@@ -57,6 +58,8 @@ def check(report: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
             continue  # not run this time; gates apply to what ran
         observed = _observed(report, stage)
         for measure, band in measures.items():
+            if measure in stage.get("unreachable", {}):
+                continue  # n/a: the stage ranks too shallow for it (evals.report.reach)
             if measure not in observed:
                 if measure.startswith("twins.") and "twins" not in report:
                     continue  # the two-formats run was skipped on purpose (--no-twins)
@@ -73,7 +76,8 @@ def check(report: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
 def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, float]:
     """A stage's pinnable values: metrics, distinct documents in the top 10, abstention
     counts and its gate at alpha 0.1."""
-    out = {**stage["metrics"], **{f"abstention.{k}": v for k, v in stage["abstention"].items()}}
+    out = {**{m: v for m, v in stage["metrics"].items() if v is not None},  # None: n/a
+           **{f"abstention.{k}": v for k, v in stage["abstention"].items()}}
     if DOCUMENTS in stage:
         out[DOCUMENTS] = stage[DOCUMENTS]
     gated = report.get("gate", {}).get("stages", {}).get(stage["name"])

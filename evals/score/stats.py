@@ -66,6 +66,28 @@ class Comparison:
     p_holm: float | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unreached:
+    """A comparison not made: the stage (or the baseline) ranks less deep than the measure
+    reads (:func:`evals.report.unreachable`). It says why in ``unreachable`` (``"n/a (ranks
+    10 deep)"``), has no delta, interval, p-value or wins, and is out of the Holm family
+    (:func:`apply_holm`). A side's mean is ``None`` where that side cannot reach it."""
+
+    n: int
+    baseline_mean: float | None
+    stage_mean: float | None
+    confidence: float
+    unreachable: str
+    delta: None = None
+    ci_low: None = None
+    ci_high: None = None
+    p_value: None = None
+    wins: None = None
+    ties: None = None
+    losses: None = None
+    p_holm: None = None
+
+
 def paired_bootstrap_ci(
     deltas: Sequence[float] | Array,
     resamples: int = 10_000,
@@ -292,10 +314,15 @@ def _paired_scores(baseline_scores: Mapping[str, float],
     return base, stage
 
 
-def apply_holm(comparisons: Sequence[Comparison]) -> list[Comparison]:
-    """The comparisons with ``p_holm`` filled in, adjusted across all of them."""
-    adjusted = holm([c.p_value for c in comparisons])
-    return [replace(c, p_holm=p) for c, p in zip(comparisons, adjusted, strict=True)]
+def apply_holm(comparisons: Sequence[Comparison | Unreached]) -> list[Comparison | Unreached]:
+    """The comparisons with ``p_holm`` filled in, adjusted across every comparison made; an
+    :class:`Unreached` one has no p-value, is not in the family and is kept as it is."""
+    made = [(i, c) for i, c in enumerate(comparisons) if isinstance(c, Comparison)]
+    adjusted = holm([c.p_value for _, c in made])
+    out = list(comparisons)
+    for (i, c), p in zip(made, adjusted, strict=True):
+        out[i] = replace(c, p_holm=p)
+    return out
 
 
 def _as_deltas(values: Sequence[float] | Array) -> Array:
