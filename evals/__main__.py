@@ -77,7 +77,10 @@ def run_options(run: argparse.ArgumentParser) -> None:
                      "rerank stages use (default $GROUNDKIT_RERANK_MODEL; without one they are "
                      "listed as not measured)")
     run.add_argument("--run-file", action="append", metavar="NAME=PATH",
-                     help="external: also score this TREC run as stage NAME (repeatable)")
+                     help="also score this run as stage NAME (repeatable): external, a TREC "
+                     "run of the dataset's doc ids; golden and your own questions, JSON Lines "
+                     "of chunk ids, paths or spans (or a TREC run of chunk ids or paths), "
+                     "judged at that granularity with the quote rule")
     run.add_argument("--html", metavar="FILE", help="also write the HTML report here")
     run.add_argument("--expected", metavar="FILE", help="gate on this expected-values file "
                      "(external: default evals/expected/<dataset>.json when it exists)")

@@ -51,6 +51,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra += [registry.run_file_stage(s) for s in args.run_file or ()]
     with ExitStack() as stack:
         suite, defaults, report_path, runs_dir, settings = _suite(args, stack)
+        from evals.golden.runfile_stage import companions
+
+        extra += companions(suite, extra)  # bm25@file beside a file-level run file
         known = {**registry.STAGES, **{s.name: s for s in (*defaults, *extra)}}
         if args.dense:
             dense = [s for s in extra if not s.lexical] or [

@@ -253,7 +253,7 @@ def run_file_stage(spec: str) -> Stage:
     name, sep, path = spec.partition("=")
     if not sep or not name or not path:
         raise UsageError(f"--run-file takes NAME=PATH, got {spec!r}")
-    if name in STAGES:
-        raise UsageError(f"run-file stage name {name!r} is taken by a built-in stage")
-    return Stage(name=name, engine="run-file", run_file=path,
-                 description=f"external TREC run {path}")
+    if name in STAGES or "@" in name:  # bm25@file: a run file's like-for-like baseline
+        raise UsageError(f"run-file stage name {name!r} is taken by a built-in stage"
+                         + (" (names with @ are kept for derived stages)" if "@" in name else ""))
+    return Stage(name=name, engine="run-file", run_file=path, description=f"run file {path}")

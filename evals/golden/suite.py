@@ -30,6 +30,8 @@ from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.evidence import EvidenceCache, Verdicts
 from evals.golden.judgments import judge
 from evals.golden.model import Golden
+from evals.golden.runfile_stage import FileBaselineRun, RunFileRun, RunFiles, like_for_like
+from evals.golden.settings import IndexSettings
 from evals.harness import Log
 from evals.mcp_stage import McpRun
 from evals.score import metrics
@@ -45,28 +47,12 @@ from groundkit.retrieval.fusion import FusionRetriever
 from groundkit.retrieval.modes import MODES
 from groundkit.retrieval.signals import TOP
 from groundkit.text.analysis import Analyzer
-from groundkit.text.chunking import ChunkerConfig
 
 DEPTH = 100
 """Hits retrieved per question: enough for R@100."""
 DENSE = "dense-minilm"
 """The stage whose collection (with vectors) answers in the modes that embed."""
 JUDGMENTS = "quote overlap (evals/golden/judgments.py)"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class IndexSettings:
-    """What a stage's collection is built with."""
-
-    chunker: ChunkerConfig
-    analyzer: Analyzer
-    bm25: BM25Params
-    embedding: str | None
-
-    def key(self) -> tuple[Any, ...]:
-        return (self.chunker.target, self.chunker.overlap, self.chunker.boundaries,
-                self.analyzer.identity,
-                tuple(sorted(self.bm25.to_dict().items())), self.embedding)
 
 
 class CollectionSuite:
@@ -91,19 +77,23 @@ class CollectionSuite:
         self._verdicts = Verdicts()
         self._evidence = EvidenceCache()
         self._inherited: list[object] = []  # in a forked worker: the parent's (after_fork)
+        self.run_files = RunFiles(self)
         self.answers = True
         """Whether finishing adds the answer stages (evals.golden.answers)."""
 
     # -- the Suite protocol ------------------------------------------------------------
 
     def unavailable(self, stage: Stage) -> str | None:
-        if stage.engine == "run-file":
-            return "a run file names external document ids; it scores external suites only"
+        if stage.engine == "run-file":  # a run that does not fit the suite is an error
+            return self.run_files.unavailable(stage)
         if stage.stopwords is not None:
             return "extra stopword lists apply to external suites only"
         return rerank_stage.unavailable(stage)
 
-    def open(self, stage: Stage, log: Log) -> _CollectionRun | McpRun:
+    def open(self, stage: Stage,
+             log: Log) -> _CollectionRun | McpRun | RunFileRun | FileBaselineRun:
+        if stage.engine == "run-file":  # evals/golden/runfile_stage.py
+            return self.run_files.open(stage, log)
         settings = self.settings_of(stage)
         coll, qrels = self._opened_for(settings, stage.name, log)
         config: dict[str, Any] = {
@@ -159,6 +149,7 @@ class CollectionSuite:
 
     def finish(self, report: dict[str, Any], skipped: Mapping[str, str],
                extras: Mapping[str, Any]) -> dict[str, Any]:
+        like_for_like(report)  # a file-level run file is compared with bm25@file
         if skipped:
             report["config"]["skipped_stages"] = dict(skipped)
         report.update(extras)
