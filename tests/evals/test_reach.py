@@ -175,7 +175,8 @@ def test_a_stage_run_declares_its_depth_and_deeper_than_the_suite_is_none() -> N
     assert harness.declared_depth(object(), 100) is None  # type: ignore[arg-type]
 
 
-def test_a_run_file_ranks_as_deep_as_its_deepest_list_or_the_whole_collection(tmp_path: Path) -> None:
+def test_a_run_file_ranks_as_deep_as_its_deepest_list_or_the_whole_collection(
+        tmp_path: Path) -> None:
     run = tmp_path / "run.trec"
     run.write_text("".join(f"q1 Q0 d{i} {i + 1} {10 - i} tag\n" for i in range(7))
                    + "q2 Q0 d1 1 3.0 tag\n", encoding="utf-8")
