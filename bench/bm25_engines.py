@@ -2,14 +2,39 @@
 
 Every engine gets the same parameters (k1, b, top 10) and one thread; a worker
 subprocess of ``bench_bm25.py`` calls :func:`build_engine` or :func:`open_engine`.
+Lucene runs in a JVM instead (``evals/peers/java/GroundkitLucene.java``, ``bench build``
+and ``bench query``), one JVM per phase started by the worker: :func:`lucene_build` and
+:func:`lucene_query` turn what the driver prints into the same row figures.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common import dir_mib, latency_summary, percentile
+
 K1, B, TOP_K = 0.9, 0.4, 10
+LUCENE_HEAP = "1g"
+"""The JVM's -Xmx: the corpus as Java strings (about 100 MB at 100,000 passages), the
+IndexWriter's 256 MB RAM buffer and room for the segment merge."""
+LUCENE_WARM_QUERIES = 10_000
+"""Untimed queries the query phase's JVM answers before its timed pass (at least two passes
+over the queries): the JIT's top tier compiles a method after some thousands of calls, and
+with two passes over 200 queries p50 was 3-5x the warmed figure."""
+JVM_FLAGS = (f"-Xmx{LUCENE_HEAP}", "-XX:+UseSerialGC", "-XX:ActiveProcessorCount=1",
+             f"-Dgroundkit.warmQueries={LUCENE_WARM_QUERIES}")
+"""One thread as far as the JVM allows: the serial collector (collections run while the
+program's thread waits) and a JVM that sizes itself for one CPU. The JIT compiler threads
+still run beside the program's thread; their CPU time is in ``build_cpu_s``."""
+LUCENE_WARM_UP = ("JVM warmed in the query phase's own JVM: the queries answered untimed "
+                  "{passes} times ({queries} queries: class loading, JIT, page cache) before "
+                  "the timed pass; JVM start-up is in no figure")
 
 
 def _bm25s_stemmer() -> Any:
@@ -19,7 +44,14 @@ def _bm25s_stemmer() -> Any:
 
 
 def available(engine: str) -> str | None:
-    """Why ``engine`` cannot run here (its module is missing), or None."""
+    """Why ``engine`` cannot run here (its module is missing, or for Lucene no JVM, jars or
+    compiled driver), or None."""
+    if engine == "lucene":
+        try:
+            from evals.peers import lucene
+        except ImportError as exc:  # the bench run outside the repository
+            return f"evals.peers.lucene cannot be imported: {exc}"
+        return lucene.unavailable()
     module = {"groundkit": "numpy", "groundkit-numpy": "numpy", "bm25s": "bm25s",
               "bm25s-numba": "numba",
               "rank-bm25": "rank_bm25", "tantivy": "tantivy"}[engine]
@@ -135,3 +167,72 @@ def open_engine(engine: str, out: Path, texts: list[str]) -> Any:
         return lambda q: model.get_top_n(analyzer.analyze(q), list(range(len(texts))), TOP_K)
     raise SystemExit(f"unknown engine {engine}")
 
+
+
+# -- Lucene (a JVM per phase) ------------------------------------------------------------
+
+def _lucene(args: Sequence[str]) -> tuple[dict[str, Any], float]:
+    """Run the driver's ``bench`` subcommand; its JSON line and the JVM's whole wall time in
+    seconds (start-up included, which no other figure is)."""
+    from evals.peers import lucene
+
+    cmd = [str(lucene.java()), *JVM_FLAGS, "-cp", lucene.classpath(), "GroundkitLucene",
+           "bench", *args, repr(K1), repr(B)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"lucene bench {args[0]} failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1]), seconds
+
+
+def _lucene_facts(got: dict[str, Any]) -> dict[str, Any]:
+    return {"jvm": got["jvm"], "java_version": got["java_version"], "lucene": got["lucene"],
+            "jvm_flags": got["jvm_flags"], "heap_max_mib": got["heap_max_bytes"] / 2**20,
+            "gc": got["gc"]}
+
+
+def lucene_build(texts: Sequence[str], out: Path, docs_file: Path) -> dict[str, Any]:
+    """Lucene's build phase: ``texts`` written once in the driver's format (untimed), then
+    indexed into ``out`` by a JVM, timed inside it from the texts in memory to the closed
+    writer (as the other engines from their texts to the saved index)."""
+    from evals.peers import lucene
+
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    if not docs_file.is_file():
+        part = docs_file.with_suffix(".part")
+        lucene.write_lines(part, texts)
+        part.replace(docs_file)
+    shutil.rmtree(out, ignore_errors=True)
+    got, jvm_s = _lucene(["build", str(docs_file), str(out)])
+    seconds, cpu = got["build_ms"] / 1e3, got["build_cpu_ms"] / 1e3
+    peak = got["peak_rss_kb"] / 1024
+    return {"build_s": seconds, "build_mb_s": mb / seconds, "build_cpu_s": cpu,
+            "build_mb_cpu_s": mb / cpu, "build_thread_cpu_s": got["build_thread_cpu_ms"] / 1e3,
+            "build_gc_s": got["gc_ms"] / 1e3, "corpus_mb": mb, "peak_rss_mib": peak,
+            "peak_over_corpus_mib": peak - got["rss_before_kb"] / 1024,
+            "disk_mib": dir_mib(out), "build_jvm_process_s": jvm_s, **_lucene_facts(got)}
+
+
+def lucene_query(queries: Sequence[str], out: Path) -> dict[str, Any]:
+    """Lucene's query phase: a JVM opens ``out``, warms up (:data:`LUCENE_WARM_UP`) and
+    times each raw query string (analysis included) once, wall and thread CPU."""
+    from evals.peers import lucene
+
+    query_file = out.parent / f"{out.name}-queries.txt"
+    lucene.write_lines(query_file, queries)
+    got, jvm_s = _lucene(["query", str(query_file), str(out)])
+    wall = latency_summary([us / 1e3 for us in got["query_us"]], digits=None)
+    cpu = [us / 1e3 for us in got["query_cpu_us"]]
+    return {"load_s": got["open_us"] / 1e6, "rss_loaded_mib": got["rss_loaded_kb"] / 1024,
+            "loaded_over_base_mib": (got["rss_loaded_kb"] - got["rss_base_kb"]) / 1024,
+            "n_queries": len(got["query_us"]), "p50_ms": wall["p50_ms"],
+            "p99_ms": wall["p99_ms"], "mean_ms": wall["mean_ms"],
+            "p50_cpu_ms": percentile(cpu, 50), "p99_cpu_ms": percentile(cpu, 99),
+            "rss_after_queries_mib": got["rss_after_kb"] / 1024,
+            "queries_with_hits": got["queries_with_hits"], "warm_passes": got["warm_passes"],
+            "timed_pass_gc_s": got["timed_gc_ms"] / 1e3,
+            "warm_queries": got["warm_queries"],
+            "warm_up": LUCENE_WARM_UP.format(passes=got["warm_passes"],
+                                             queries=got["warm_queries"]),
+            "query_jvm_process_s": jvm_s, **_lucene_facts(got)}
