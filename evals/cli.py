@@ -53,7 +53,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         suite, defaults, report_path, runs_dir, settings = _suite(args, stack)
         from evals.golden.runfile_stage import companions
 
-        extra += companions(suite, extra)  # bm25@file beside a file-level run file
+        named = [registry.STAGES[n] for n in args.stages or [s.name for s in defaults]
+                 if n in registry.STAGES]
+        extra += companions(suite, [*extra, *named])  # bm25@file beside a file-level run
         known = {**registry.STAGES, **{s.name: s for s in (*defaults, *extra)}}
         if args.dense:
             dense = [s for s in extra if not s.lexical] or [
