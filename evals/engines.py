@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evals.peers import lucene, qmd
 from evals.stages import Stage
 from groundkit.collection.search import MAX_TOP_K
 from groundkit.errors import MissingDependencyError, UsageError
@@ -172,10 +173,19 @@ class Remembered:
         return self._answers[key]
 
 
+def unavailable(stage: Stage) -> str | None:
+    """Why ``stage``'s engine cannot run on this machine (``None``: it can)."""
+    if stage.engine == "qmd":
+        return qmd.command_unavailable(str(stage.options.get("command", "search")))
+    return lucene.unavailable() if stage.engine == "lucene" else None
+
+
 def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, params: BM25Params,
                     unit_terms: Callable[[], Sequence[list[str]]],
-                    shared: dict[str, Remembered] | None = None) -> Retriever:
-    """The retriever a stage ranks with over ``resources`` (whose units ``unit_terms`` analyses).
+                    shared: dict[str, Remembered] | None = None, *,
+                    unit_texts: Callable[[], Sequence[str]] | None = None) -> Retriever:
+    """The retriever a stage ranks with over ``resources`` (whose units ``unit_terms`` analyses
+    and ``unit_texts`` holds: Lucene analyses the texts itself).
 
     With ``shared`` (one dict per collection), groundkit's dense and BM25 retrievers are
     :class:`Remembered` there, so stages over the same collection search each once.
@@ -191,7 +201,22 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
         return shared.setdefault(retriever.name, Remembered(retriever))
     if stage.engine in REFERENCES:
         return REFERENCES[stage.engine](unit_terms(), analyzer, params)
+    if stage.engine == "lucene" and unit_texts is not None:
+        return lucene.LuceneRetriever(unit_texts(), analyzer, params,
+                                      own_analysis=stage.options.get("terms") != "groundkit")
     raise UsageError(f"stage {stage.name!r}: engine {stage.engine!r} does not rank units")
+
+
+def analysis_of(retriever: Retriever) -> dict[str, Any]:
+    """A Lucene retriever's config entries: ``query_analysis`` (per query text, the terms
+    Lucene analysed it into where groundkit's analyzer differs, filled as it ranks),
+    ``indexed_terms`` (each engine's token count over the units) and
+    ``units_analysed_differently``, which the agreement block reads
+    (:mod:`evals.agreement`); nothing for other retrievers."""
+    if isinstance(retriever, lucene.LuceneRetriever):
+        return {"query_analysis": retriever.analysis, "indexed_terms": retriever.terms,
+                "units_analysed_differently": retriever.units_differing}
+    return {}
 
 
 def collapsed(stage: Stage, retriever: Retriever,

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from evals import forked, mcp_stage, trec
+from evals import agreement, engines, forked, mcp_stage, trec
 from evals import report as rpt
 from evals.mcp_stage import McpRun
 from evals.score import metrics
@@ -161,7 +161,7 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
     skipped: dict[str, str] = {}
     runnable = []
     for stage in stages:
-        reason = suite.unavailable(stage)
+        reason = engines.unavailable(stage) or suite.unavailable(stage)
         if reason is not None:
             skipped[stage.name] = reason
             log(f"{suite.label}: skipped {stage.name}: {reason}")
@@ -184,6 +184,13 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
             rpt.canonical(mcp_stage.checks(built["mcp"])))
         # timings vary: the run block holds them
         built["run"]["mcp_latency_ms"] = rpt.canonical(latencies)
+    peers = {s.name: s.agrees_with for s in stages
+             if s.agrees_with is not None and s.name not in skipped}
+    if peers:
+        deltas = {c["stage"]: c["delta"] for c in built["comparisons"]
+                  if c["measure"] == "nDCG@10"}
+        built["agreement"] = rpt.canonical(agreement.with_targets(
+            agreement.compare(results, peers, suite.questions), deltas))
     return suite.finish(built, skipped, rpt.canonical(extras))
 
 
@@ -217,6 +224,7 @@ def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Se
     suite.open(baseline, log)  # the baseline's collection, indexed once before the workers
     opened = [(s, suite.open(s, log)) for s in mcp]
     tasks = forked.Tasks(1 + len(lexical))  # the extras first (the longest), then the stages
+    compared = any(s.agrees_with is not None for s in (*lexical, *embedded))
 
     def take() -> tuple[dict[str, Ran], Extras]:
         ran: dict[str, Ran] = {}
@@ -232,7 +240,7 @@ def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Se
         suite.after_fork()
         ran = first()
         more, extras = take()
-        return _portable({**ran, **more}, kept(settings)), extras
+        return _portable({**ran, **more}, kept(settings, compared)), extras
 
     workers = [forked.Forked(lambda: in_worker(dict), "lexical stages")]
     try:
@@ -253,11 +261,13 @@ def _run_forked(suite: Suite, baseline: Stage, lexical: Sequence[Stage], mcp: Se
     return done, extras
 
 
-def kept(settings: rpt.Settings) -> int:
+def kept(settings: rpt.Settings, compared: bool = False) -> int:
     """How many of each question's hits the parent still reads once a worker has scored the
-    stage and written its run: the report's (:func:`evals.report.kept_hits`) and the MCP
-    stages' comparison with their twins."""
-    return max(rpt.kept_hits(settings), mcp_stage.MAX_TOP_K)
+    stage and written its run: the report's (:func:`evals.report.kept_hits`), the MCP
+    stages' comparison with their twins and, when a reference engine is ``compared`` with its
+    counterpart, the agreement block's (:mod:`evals.agreement`)."""
+    return max(rpt.kept_hits(settings), mcp_stage.MAX_TOP_K,
+               agreement.DEPTH if compared else 0)
 
 
 def _portable(ran: dict[str, Ran], keep: int) -> Portable:

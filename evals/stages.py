@@ -29,9 +29,11 @@ ENGINES: dict[str, str] = {
     "groundkit": "groundkit's own retrievers (the mode names which: bm25, dense, hybrid)",
     "bm25s": "bm25s (Lù 2024) over groundkit's analyzer terms",
     "rank-bm25": "rank-bm25 BM25Okapi (Brown 2020) over groundkit's analyzer terms",
+    "lucene": "Apache Lucene 8.8.1 itself (EnglishAnalyzer, BM25Similarity) in a JVM",
     "run-file": "an external TREC run file, scored as it is",
     "mcp-stdio": "groundkit through grk serve over stdio (the MCP SDK client)",
     "mcp-http": "groundkit through grk serve over streamable HTTP (the MCP SDK client)",
+    "qmd": "qmd 2.8.3 (npm @tobilu/qmd) through its own CLI, its files judged at file level",
 }
 MCP = ("mcp-stdio", "mcp-http")
 DENSE_NEEDS = ("sentence_transformers", "lancedb")
@@ -60,6 +62,9 @@ class Stage:
     """Optional modules the stage imports; checked before any retrieval runs."""
     twin: str | None = None
     """An MCP stage's direct counterpart: the two must rank every question identically."""
+    agrees_with: str | None = None
+    """A reference engine's groundkit counterpart: the report's agreement block compares
+    their top 10s question by question (:mod:`evals.agreement`)."""
     rerank: str | None = None
     """A cross-encoder re-scores the first stage's shortlist: ``replace`` or ``rrf``."""
     rerank_depth: int = 30
@@ -90,7 +95,8 @@ class Stage:
     @property
     def lexical(self) -> bool:
         """Ranks by BM25 alone (no vectors, no run file)."""
-        return self.engine in ("groundkit", "bm25s", "rank-bm25") and self.mode == "bm25"
+        return (self.engine in ("groundkit", "bm25s", "rank-bm25", "lucene")
+                and self.mode == "bm25")
 
 
 STAGES: dict[str, Stage] = {}
@@ -144,6 +150,14 @@ register(Stage(name="rank-bm25", engine="rank-bm25",
                bm25=BM25Params(method="robertson", lucene_norms=False),
                description="reference: rank-bm25 BM25Okapi k1=0.9 b=0.4 (Robertson idf, "
                "floored) on groundkit's terms"))
+LUCENE = "lucene"
+register(Stage(name=LUCENE, engine="lucene", golden=True, agrees_with=BASELINE,
+               description="reference: Lucene 8.8.1 itself, EnglishAnalyzer and "
+               "BM25Similarity(0.9, 0.4), over {units}"))
+register(Stage(name="lucene-terms", engine="lucene", agrees_with=BASELINE,
+               options={"terms": "groundkit"},
+               description="reference: Lucene 8.8.1's BM25Similarity(0.9, 0.4) scoring "
+               "groundkit's analyzer terms (WhitespaceAnalyzer over them): scoring alone"))
 register(Stage(name="bm25-robertson", bm25=_TERRIER_BM25,
                description="Terrier's BM25 scoring (Robertson idf, k1=1.2 b=0.75, exact "
                "lengths) with Lucene's 33 stopwords"))
@@ -196,6 +210,18 @@ for _transport in ("stdio", "http"):
                    description=f"hybrid (RRF k=60) through grk serve over {_transport} (top "
                    "10): must equal hybrid-rrf60 question for question"))
 
+QMD = "qmd"
+"""A product peer: qmd's keyword search over whole files (evals/peers/qmd.py)."""
+register(Stage(name=QMD, engine="qmd", golden=True, options={"command": "search"},
+               description="peer: qmd 2.8.3 `qmd search` (SQLite FTS5 BM25 over whole {units}, "
+               "every query word required), judged at file level"))
+for _command, _what in (("query", "query expansion, vectors and a reranker"),
+                        ("vsearch", "vectors alone")):
+    register(Stage(name=f"qmd-{_command}", engine="qmd", golden=True,
+                   options={"command": _command},
+                   description=f"peer: qmd 2.8.3 `qmd {_command}` ({_what}: its models are "
+                   "downloaded at run time)"))
+
 RERANK_MODEL = "GROUNDKIT_RERANK_MODEL"
 """The cross-encoder the rerank stages use (a model folder); unset, they are not measured."""
 for _first, _method in (("bm25", "replace"), ("bm25", "rrf"), ("hybrid", "replace")):
@@ -208,7 +234,8 @@ for _first, _method in (("bm25", "replace"), ("bm25", "rrf"), ("hybrid", "replac
         + ("(its order replaces the first stage's)" if _method == "replace"
            else "(fused with the first stage's order by RRF, k=60)")))
 
-EXTERNAL_COMMON = (BASELINE, "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages")
+EXTERNAL_COMMON = (BASELINE, "bm25-exact-norms", "bm25s", "rank-bm25", LUCENE, "lucene-terms",
+                   "bm25-passages")
 """The stages every external dataset runs by default."""
 
 

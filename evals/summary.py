@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evals.report.agreement_view import agreement_lines
 from evals.score import abstention
 from evals.score.metrics import DOCUMENTS
 
@@ -130,6 +131,7 @@ def summary_table(report: Mapping[str, Any], measures: Sequence[str] | None = No
     lines += gate_lines(report)
     lines += answer_lines(report)
     lines += mcp_lines(report)
+    lines += agreement_lines(report)
     lines += twins_lines(report)
     skipped = report["config"].get("skipped_stages", {})
     lines += ["\nstages not run:"] * bool(skipped)

@@ -116,7 +116,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         counts={"docs": 5183, "queries": 300, "judged_queries": 300, "qrels": 339}),
     DatasetSpec(
         name="nfcorpus", description="BEIR NFCorpus, test split (3,633 documents, 323 queries)",
-        load=_beir("beir-nfcorpus", "test", "nfcorpus"),
+        load=_beir("beir-nfcorpus", "test", "nfcorpus"), gated=True,
         references=tuple(Reference(stage="bm25", measure=m, value=v,
                                    source=ANSERINI.format("nfcorpus"))
                          for m, v in (("nDCG@10", 0.3218), ("R@100", 0.2457),

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from evals import stages as registry
-from evals.golden.suite import golden_suite
+from evals.golden.suite import _CollectionRun, golden_suite
 from evals.score import abstention
 from evals.score.abstention import Item
 from groundkit.retrieval import gate, modes, signals
@@ -70,6 +70,7 @@ def _golden_items(golden: str | Path, log: Log) -> list[Item]:
         suite = golden_suite(golden, Path(tmp))
         try:
             run = suite.open(registry.STAGES[registry.BASELINE], log)
+            assert isinstance(run, _CollectionRun)  # the baseline ranks its own collection
             snap, qrels, ids = run.snapshot, run.qrels or {}, run.snapshot.chunk_ids()
             items = []
             for q in suite.questions:

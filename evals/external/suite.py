@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import groundkit
+from evals import engines, trec
 from evals import report as rpt
-from evals import trec
 from evals.engines import BM25sRetriever, collapsed, ranker, stage_retriever
 from evals.external import stopwords
 from evals.external.dataset import positive_qrels
@@ -83,6 +83,8 @@ class ExternalSuite:
             return "MCP stages search real collections: golden and your own collection only"
         if stage.rerank is not None:
             return "rerank stages run on golden and your own collection only"
+        if stage.engine == "qmd":
+            return "qmd indexes files: it runs on golden and your own collection only"
         if stage.stopwords is not None:
             try:
                 stopwords.register(stage.stopwords, self.prep.data)
@@ -99,10 +101,13 @@ class ExternalSuite:
             analyzer = dataclasses.replace(analyzer, stopwords=stage.stopwords)
         params = stage.bm25 or self.prep.index_bm25
         resources = self._resources(stage, analyzer, params)
-        retriever = collapsed(stage, stage_retriever(
-            stage, resources, analyzer, params,
-            lambda: self.prep.unit_terms(stage.chunking, analyzer)),
-            lambda: self.prep.units(stage.chunking).texts)
+        def texts() -> Sequence[str]:
+            return self.prep.units(stage.chunking).texts
+
+        first = stage_retriever(stage, resources, analyzer, params,
+                                lambda: self.prep.unit_terms(stage.chunking, analyzer),
+                                unit_texts=texts)
+        retriever = collapsed(stage, first, texts)
         config = {"engine": stage.engine, "mode": stage.mode, "options": dict(stage.options),
                   "units": "documents" if stage.chunking is None else "passages",
                   "chunker": (stage.chunking or DOC_CHUNKER).to_dict(),
@@ -111,6 +116,7 @@ class ExternalSuite:
                   "aggregation": "max score over a document's units"}
         if stage.collapse:
             config["collapse"] = "duplicate units folded into the best-ranked (grk search)"
+        config.update(engines.analysis_of(first))  # Lucene's query terms, as it ranks
         return _UnitRun(self.prep, stage, retriever, resources, config, description)
 
     def _resources(self, stage: Stage, analyzer: Analyzer, params: BM25Params) -> Resources:

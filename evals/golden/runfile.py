@@ -278,5 +278,6 @@ def _jsonl(text: str, source: str) -> tuple[list[Entry], int | None]:
         if unknown:
             raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)}; an entry has "
                              f"{', '.join(KEYS)}")
-        entries.append(Entry(**{k: data.get(k) for k in KEYS}, where=where))
+        fields: dict[str, Any] = {k: data.get(k) for k in KEYS}
+        entries.append(Entry(**fields, where=where))
     return entries, depth

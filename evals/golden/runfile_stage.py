@@ -29,11 +29,13 @@ from dataclasses import asdict
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import quote
 
+from evals import engines
 from evals import report as rpt
 from evals.golden.judgments import judge
 from evals.golden.model import Golden
 from evals.golden.runfile import CHUNK, FILE, SPAN, Entry, RunFile
 from evals.harness import Log
+from evals.peers import qmd
 from evals.score import metrics, stats
 from evals.stages import BASELINE, STAGES, Stage
 from groundkit.errors import UsageError
@@ -107,6 +109,8 @@ class RunFiles:
         return None
 
     def open(self, stage: Stage, log: Log) -> RunFileRun | FileBaselineRun:
+        if stage.engine == "qmd":  # a peer that runs its system itself (evals/peers/qmd.py)
+            return qmd.open_stage(self.suite, stage, log)  # type: ignore[no-any-return]
         if stage.run_file is None:
             return FileBaselineRun(self._baseline(log), self.suite.golden, stage.description)
         return self.open_entries(stage, self.run_file(stage), log)
@@ -122,8 +126,9 @@ class RunFiles:
         """The like-for-like stages the run-file stages among ``stages`` are compared with
         (``bm25@file`` for a file-level run) that are not among them already."""
         names = {s.name for s in stages}
-        files = any(s.engine == "run-file" and s.run_file is not None
-                    and self.run_file(s).granularity == FILE for s in stages)
+        files = any((s.engine == "run-file" and s.run_file is not None
+                     and self.run_file(s).granularity == FILE)
+                    or (s.engine == "qmd" and engines.unavailable(s) is None) for s in stages)
         return [file_baseline_stage()] if files and FILE_BASELINE not in names else []
 
     def _baseline(self, log: Log) -> Any:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import groundkit
+from evals import engines, rerank_stage
 from evals import report as rpt
-from evals import rerank_stage
 from evals.engines import Ranked, collapsed, scored, stage_retriever
 from evals.golden.corpus import MANIFEST_FILE, load_golden
 from evals.golden.evidence import EvidenceCache, Verdicts
@@ -92,7 +92,7 @@ class CollectionSuite:
 
     def open(self, stage: Stage,
              log: Log) -> _CollectionRun | McpRun | RunFileRun | FileBaselineRun:
-        if stage.engine == "run-file":  # evals/golden/runfile_stage.py
+        if stage.engine in ("run-file", "qmd"):  # evals/golden/runfile_stage.py
             return self.run_files.open(stage, log)
         settings = self.settings_of(stage)
         coll, qrels = self._opened_for(settings, stage.name, log)
@@ -278,11 +278,14 @@ class _CollectionRun:
         self.bm25_ranked = (stage.mode == "bm25" and stage.engine == "groundkit"
                             and not stage.rerank and not stage.collapse)
         """Whether the stage ranks with the collection's own BM25 (its top is the evidence's)."""
-        self.retriever = collapsed(stage, rerank_stage.wrap(stage_retriever(
-            stage, snap, settings.analyzer, settings.bm25,
-            lambda: [settings.analyzer.analyze(c.text) for c in snap.chunks()],
-            evidence.retrievers.setdefault(snap.name, {})), snap, stage),
-            lambda: [c.text for c in snap.chunks()])
+        def texts() -> list[str]:
+            return [c.text for c in snap.chunks()]
+
+        first = stage_retriever(stage, snap, settings.analyzer, settings.bm25, lambda: [
+            settings.analyzer.analyze(t) for t in texts()], evidence.retrievers.setdefault(
+            snap.name, {}), unit_texts=texts)
+        config.update(engines.analysis_of(first))  # Lucene's query terms, as it ranks
+        self.retriever = collapsed(stage, rerank_stage.wrap(first, snap, stage), texts)
         self._pairs = getattr(self.retriever, "pairs", None)  # BM25, dense: see _ranked
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,
@@ -382,6 +385,7 @@ def evaluate_golden(path: str | Path, out_dir: str | Path, *,
     stages = resolve(list(stage_names or golden_defaults()))
     with tempfile.TemporaryDirectory(prefix="groundkit-eval-") as home:
         suite = golden_suite(path, Path(home), embedding_cache=embedding_cache)
+        stages += suite.run_files.companions(stages)  # bm25@file beside a file-level peer
         try:
             built = evaluate(suite, stages, settings=settings or rpt.Settings(),
                              runs_dir=out / "runs", log=log, serial=serial)

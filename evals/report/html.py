@@ -19,6 +19,7 @@ from typing import Any
 
 from evals.score.metrics import DOCUMENTS
 
+from .agreement_view import agreement_section
 from .assets import CSS, SCRIPT
 from .gate_html import answers_section, gate_section, mcp_section, twins_section
 from .markup import e, num, pval, signed, source_label
@@ -44,8 +45,7 @@ def render(report: Report) -> str:
             _abstention(report),
             gate_section(report),
             answers_section(report),
-            mcp_section(report),
-            twins_section(report),
+            mcp_section(report), agreement_section(report), twins_section(report),
             _breakdowns(report),
             _drilldown(report),
         ]

@@ -16,7 +16,8 @@ excess AURC), and the baseline stage carries the extractive answer stages
 with and without the gate, and on golden v4's conflict questions the share that shows
 the disagreement and leads with the current source; per mode, ``answers.<mode>.*``, on
 the stage whose collection answered); on golden v3 on, each twinned stage's two-formats values
-(``twins.markdown.*``, ``twins.html.*``, ``twins.delta.*``). A metric outside
+(``twins.markdown.*``, ``twins.html.*``, ``twins.delta.*``); a reference engine with an
+agreement block, its share of identical top 10s and mean τ (``agreement.*``). A metric outside
 ``value ± tolerance`` fails the run
 loudly. Values are written by ``python -m evals expect`` from a report, never by
 hand, and changing them is a deliberate commit.
@@ -103,6 +104,10 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
         if part.get("stage") == stage["name"]:  # pinned on the stage whose collection answered
             out.update({f"answers.{mode}.{k}": v for k, v in part.items()
                         if isinstance(v, int | float) and not isinstance(v, bool)})
+    agrees = report.get("agreement", {}).get(stage["name"])
+    if agrees is not None:  # a reference engine against its counterpart (evals.agreement)
+        out.update({f"agreement.{k}": agrees[k] for k in ("identical_share", "tau_mean")
+                    if agrees[k] is not None})
     twins = report.get("twins", {}).get("stages", {}).get(stage["name"])
     if twins is not None:
         for side in ("markdown", "html"):

@@ -18,10 +18,14 @@ from evals.external.registry import Reference
 from evals.external.suite import run_checks
 from evals.external.synthetic import make_dataset
 from evals.external.units import document_hits, to_documents
+from evals.peers import lucene
 from evals.score import gates
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("GROUNDKIT_DATA", REPO.parent / "shared" / "data"))
+
+LUCENE = ("lucene", "lucene-terms") if lucene.unavailable() is None else ()
+"""The Lucene stages run on every external dataset where Lucene is set up (make lucene)."""
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +52,8 @@ def test_a_run_scores_every_stage_in_one_valid_report(tmp_path: Path, beir_dir: 
     rpt.validate(report)
     assert rpt.canonical(report) == report  # written as the harness returned it: rounded
     names = [s["name"] for s in report["stages"]]
-    assert names == ["bm25", "bm25-exact-norms", "bm25s", "rank-bm25", "bm25-passages"]
+    assert names == ["bm25", "bm25-exact-norms", "bm25s", "rank-bm25", *LUCENE,
+                     "bm25-passages"]
     assert report["measures"] == ["nDCG@10", "R@100", "R@1000", "AP", "nDCG"]
     assert report["config"]["import"]["join"] == "flat"
     differential = [c for c in report["config"]["checks"] if c["kind"] == "differential"]
@@ -68,7 +73,7 @@ def test_forked_workers_score_an_external_dataset_as_one_process_does(
         reports.append(json.dumps(report, sort_keys=True))
         folder = tmp_path / name / "out" / "runs" / "syn"
         runs.append({p.name: p.read_bytes() for p in folder.iterdir()})
-    assert reports[0] == reports[1] and runs[0] == runs[1] and len(runs[0]) == 5
+    assert reports[0] == reports[1] and runs[0] == runs[1] and len(runs[0]) == 5 + len(LUCENE)
 
 
 def test_hits_are_judged_by_the_datasets_doc_ids(tmp_path: Path, beir_dir: Path) -> None:

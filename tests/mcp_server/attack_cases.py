@@ -200,7 +200,9 @@ def swap_parent(ctx: Ctx) -> list[str]:
 def search_works(ctx: Ctx) -> str:
     response = httpx.post(ctx.http.url, json=tool_call("search", {"query": "quota"}),
                           headers=ctx.http.base_headers(), timeout=30)
-    assert response.status_code == 200
+    assert response.status_code == 200, (  # what the server said, to tell a flake's cause
+        response.status_code, response.text[:500],
+        ctx.http.stderr.read_text(errors="replace")[-2000:])
     result = response.json()["result"]
     assert not result["isError"] and result["structuredContent"]["hits"], result
     return response.text

@@ -1,0 +1,1 @@
+"""Peers that run beside groundkit in the same measurement: Lucene (``lucene``) and qmd."""
