@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-docs fuzz lock browser inspector qmd clean
+.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -105,6 +105,12 @@ eval-v1: $(STAMP) ## the same run on golden v1, with its own gates
 
 bench: $(STAMP) bench-docs lucene ## benchmarks: throughput, latency, memory, with ratios against peers
 	$(PY) bench/run_all.py
+
+# Growth of the BM25 path: 10k, 100k, 1M passages (SCALE_SIZES=...,10000000 on request),
+# groundkit and its peers in one run; .bench/scale.json, plots and index.html in .bench/scale/.
+SCALE_SIZES ?= 10000,100000,1000000
+bench-scale: $(STAMP) lucene ## BM25 growth to 1M passages: build, RSS, disk, open, latency, exponents
+	$(PY) bench/bench_scale.py --sizes $(SCALE_SIZES)
 
 # Mutated real files through every extractor; .bench/fuzz.json, failing inputs in
 # .bench/fuzz-failures/. Uses the debian-handbook's pages as HTML seeds when installed.

@@ -18,6 +18,8 @@ ORDER = ["bench_index.py", "bench_bm25.py", "bench_gate.py", "bench_answers.py",
          "bench_eval_stats.py", "bench_external.py", "bench_dense.py", "bench_mcp.py",
          "bench_mcp_load.py", "bench_watch.py", "bench_kills.py",
          "bench_rerank.py"]
+ARGS = {"bench_scale.py": ["--sizes", "10000,100000", "--out", ".bench/scale-small.json"]}
+"""The small version of a benchmark whose full run is its own target (``make bench-scale``)."""
 
 
 def main() -> int:
@@ -27,7 +29,8 @@ def main() -> int:
     for script in scripts:
         print(f"\n=== {script.name} ===", flush=True)
         with Stopwatch() as sw:
-            code = subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode
+            code = subprocess.run([sys.executable, str(script), *ARGS.get(script.name, [])],
+                                  cwd=HERE.parent).returncode
         print(f"--- {script.name}: {'ok' if code == 0 else f'FAILED ({code})'} "
               f"in {sw.s:.0f}s", flush=True)
         if code:
