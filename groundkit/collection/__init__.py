@@ -39,6 +39,7 @@ from ..retrieval.gate import ALPHA, Calibration, Decision
 from ..verify import unresolvable
 from . import calibration, gc
 from .derived import default_builders
+from .executor import Executor, InProcess
 from .gc import GcReport, Reclaimable
 from .home import Home, collection_dir, list_collections, resolve_home
 from .indexer import (
@@ -63,6 +64,7 @@ def index(
     progress: Progress | None = None,
     rebuild: bool = False,
     publish_unchanged: bool = True,
+    executor: Executor | None = None,
 ) -> IndexReport:
     """Index ``config.roots`` into collection ``name`` (created if new); publish atomically.
 
@@ -71,13 +73,16 @@ def index(
     ``rebuild`` every derived index is built from the store anew (nothing is taken
     from the previous generation's files): the fix for damaged derived files. With
     ``publish_unchanged=False`` a run that finds the same files and settings as the
-    current generation publishes nothing and keeps it.
+    current generation publishes nothing and keeps it. ``executor`` is where files are
+    chunked and chunks embedded (:mod:`.executor`; e.g. a Ray cluster), the same result.
     """
-    chosen = default_builders(progress, rebuild=rebuild) if builders is None else builders
+    chosen = (default_builders(progress, rebuild=rebuild, executor=executor)
+              if builders is None else builders)
     with storage_errors(name, "indexing"):
         return index_collection(name, collection_dir(name, home), config, builders=chosen,
                                 progress=progress, skip_dirs=(resolve_home(home),),
-                                publish_unchanged=publish_unchanged or rebuild)
+                                publish_unchanged=publish_unchanged or rebuild,
+                                executor=executor)
 
 
 @contextmanager
@@ -239,8 +244,8 @@ def fetch_chunk(chunk_id: str, home: Home = None) -> Verdict:
 
 
 __all__ = [
-    "MAX_TOP_K", "Collection", "CollectionStatus", "Decision", "GcReport", "IndexConfig",
-    "IndexReport", "Reclaimable", "SearchResult", "Snapshot",
+    "MAX_TOP_K", "Collection", "CollectionStatus", "Decision", "Executor", "GcReport",
+    "InProcess", "IndexConfig", "IndexReport", "Reclaimable", "SearchResult", "Snapshot",
     "collect_garbage", "collection_dir", "fetch_chunk", "index", "list_collections",
     "recorded_config", "resolve_home",
 ]

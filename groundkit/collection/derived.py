@@ -35,6 +35,7 @@ from .indexer import DerivedBuilder, Progress
 if TYPE_CHECKING:
     from ..embeddings import EmbeddingIdentity, EmbeddingProvider
     from ..retrieval.vectors import VectorStore
+    from .executor import Executor
 
 ROWIDS = "rowids.npy"
 BM25 = "bm25"
@@ -133,12 +134,14 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
     return updated(index, old_to_new, added, texts)
 
 
-def vector_builder(progress: Progress | None = None, *, reuse: bool = True) -> DerivedBuilder:
+def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
+                   executor: Executor | None = None) -> DerivedBuilder:
     """Build ``gen-<N>/vectors`` when the settings name an embedding model.
 
     Vectors of chunks already embedded in the previous generation (same chunk
     id, same embedding identity, files intact) are reused and only new chunks are
     embedded; with ``reuse=False`` (``grk index --rebuild``) every chunk is embedded.
+    With an ``executor`` the batches are embedded where it runs work (Ray actors).
     """
 
     def build(conn: sqlite3.Connection, generation: int, gen_dir: Path,
@@ -148,7 +151,8 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True) -> D
             return
         from ..retrieval.vectors import VectorStore
 
-        provider = document_provider(embedding)
+        provider = (document_provider(embedding) if executor is None
+                    else executor.embedder(embedding, document_provider))
         chunks = list(store.iter_generation_chunks(conn, generation))
         previous = (_previous_vectors(conn, gen_dir, settings, provider.identity)
                     if reuse else None)
@@ -181,16 +185,17 @@ def _previous_vectors(conn: sqlite3.Connection, gen_dir: Path, settings: dict[st
         return None  # nothing reusable: embed everything
 
 
-def default_builders(progress: Progress | None = None, *,
-                     rebuild: bool = False) -> list[DerivedBuilder]:
+def default_builders(progress: Progress | None = None, *, rebuild: bool = False,
+                     executor: Executor | None = None) -> list[DerivedBuilder]:
     """The derived indexes every generation gets; vectors when an embedding is configured.
 
     With ``rebuild`` nothing is carried over from the previous generation's derived
     files: BM25 is built and every chunk embedded from the store (``--rebuild``).
     """
     if rebuild:
-        return [build_rowids, rebuild_bm25, vector_builder(progress, reuse=False)]
-    return [build_rowids, build_bm25, vector_builder(progress)]
+        return [build_rowids, rebuild_bm25,
+                vector_builder(progress, reuse=False, executor=executor)]
+    return [build_rowids, build_bm25, vector_builder(progress, executor=executor)]
 
 
 # -- loaders -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from ..sources import (
 )
 from ..text.chunking import ChunkerConfig
 from . import gc, incremental, ingest, integrity
+from .executor import Executor, InProcess
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, path)`` — called once per file."""
@@ -155,6 +156,7 @@ def index_collection(
     workers: int | None = None,
     dirty: Sequence[str] | None = None,
     publish_unchanged: bool = True,
+    executor: Executor | None = None,
 ) -> IndexReport:
     """Index ``config.roots`` into the collection at ``directory``; publish atomically.
 
@@ -162,6 +164,8 @@ def index_collection(
     groundkit home so an index inside a root does not index itself.
     ``workers`` processes decode and chunk changed files (default: one fewer
     than the cores, at least one); the result is identical whatever the number.
+    ``executor`` (default :class:`~.executor.InProcess` with ``workers``) is where files are
+    read and chunked, e.g. a Ray cluster; the generation is the same bytes whichever runs.
     ``dirty`` (absolute paths of files or folders) restricts the run to what
     changed there, carrying everything else over unread
     (:mod:`~groundkit.collection.incremental`); a full run happens anyway when
@@ -172,6 +176,7 @@ def index_collection(
     # The main process writes SQLite while workers chunk; on two cores that measured
     # no faster than one process (bench/bench_index.py), so one core is kept for it.
     workers = workers if workers is not None else max(1, (os.cpu_count() or 1) - 1)
+    executor = executor if executor is not None else InProcess(workers)
     roots = tuple(str(Path(r).resolve()) for r in config.roots)
     for root in roots:
         if not Path(root).is_dir():
@@ -180,7 +185,7 @@ def index_collection(
         conn = store.connect(directory)
         try:
             return _run(name, directory, conn, config, roots, builders, progress,
-                        (directory, *skip_dirs), workers, dirty, publish_unchanged)
+                        (directory, *skip_dirs), executor, dirty, publish_unchanged)
         finally:
             conn.close()
 
@@ -195,7 +200,7 @@ def _run(
     builders: Sequence[DerivedBuilder],
     progress: Progress | None,
     skip_dirs: tuple[Path, ...],
-    workers: int,
+    executor: Executor,
     dirty: Sequence[str] | None,
     publish_unchanged: bool,
 ) -> IndexReport:
@@ -223,15 +228,16 @@ def _run(
         candidates = incremental.discover_dirty(
             plan, include=config.include, exclude=config.exclude, max_bytes=config.max_bytes,
             skip_dirs=skip_dirs, skipped=report.skipped)
-        workers = 1 if len(candidates) < SMALL_RUN else workers
-    with store.transaction(conn), ingest.worker_pool(workers) as pool:
+        executor = executor.small() if len(candidates) < SMALL_RUN else executor
+    with store.transaction(conn), closing(executor.prepared(
+            candidates, config.max_bytes, reusable, report.skipped, name, config.chunker,
+    )) as prepared:
         dirty_ids = None
         if plan is not None and previous is not None:
             dirty_ids = plan.doc_ids()
             report.unchanged, report.chunks = incremental.carry_clean(
                 conn, previous, generation, dirty_ids)
-        jobs = ingest.read_jobs(candidates, config.max_bytes, reusable, report.skipped)
-        for i, done in enumerate(ingest.prepared_in_order(pool, jobs, name, config.chunker)):
+        for i, done in enumerate(prepared):
             if progress:
                 progress(i, len(candidates), done.job.relpath)
             report.bytes_read += len(done.job.data)
