@@ -24,7 +24,7 @@ from ..retrieval.modes import MODES
 from ..sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
 from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
 from ..text.chunking import BOUNDARIES, DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
-from . import watch
+from . import cluster, watch
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 from .rerank import rerank_arguments, rerank_options
@@ -38,9 +38,9 @@ def _index(p: argparse.ArgumentParser) -> Handler:
 
     def run(args: argparse.Namespace) -> int:
         config = _config(args)
-        with ProgressBar("indexing") as bar:
+        with cluster.executor(args) as executor, ProgressBar("indexing") as bar:
             report = index(args.collection, config, home=args.home, progress=bar.update,
-                           rebuild=args.rebuild)
+                           rebuild=args.rebuild, executor=executor)
         if args.watch:
             watch.announce(args, report)
             return watch.watch(args, args.collection)
@@ -118,6 +118,7 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    help="after indexing, keep re-indexing as files change (as grk watch; "
                    "with --json, event lines)")
     watch.watch_arguments(p)
+    cluster.ray_arguments(p)
     p.add_argument("--keep-generations", type=int, metavar="N",
                    help="generations garbage collection keeps, the current one included "
                    "(default: as recorded, else 2)")

@@ -275,9 +275,14 @@ def _embed_rows(
     batch_size: int,
     progress: Progress | None,
 ) -> None:
-    for start in range(0, len(rows), batch_size):
+    starts = range(0, len(rows), batch_size)
+    # A provider spreading batches over workers (collection.ray_executor) takes them all.
+    spread = getattr(provider, "embed_batches", None)
+    matrices = (spread((texts[s : s + batch_size] for s in starts), kind="document")
+                if spread is not None
+                else (provider.embed(texts[s : s + batch_size], kind="document") for s in starts))
+    for start, matrix in zip(starts, matrices, strict=True):
         batch = texts[start : start + batch_size]
-        matrix = provider.embed(batch, kind="document")
         if matrix.shape != (len(batch), vectors.shape[1]):
             raise IndexMismatchError(
                 f"the provider returned shape {matrix.shape} for {len(batch)} texts; "

@@ -1,0 +1,219 @@
+"""The indexer's parallel work on a Ray cluster (``grk index --ray [ADDRESS]``, ADR-0014).
+
+What runs where:
+
+* **Ray tasks** (one CPU each): partitions of :data:`PARTITION_FILES` files in the
+  indexer's order. A task reads and hashes each file, picks its extractor, decodes or
+  extracts and chunks it — :func:`.ingest.read_jobs` and :func:`.ingest.prepare`, the code
+  the in-process path runs — and returns the results with the files it could not read, in
+  order. The files are read where the task runs: every node needs the documents at the same
+  path (a shared filesystem).
+* **Ray actors** (one CPU each, one per CPU of the cluster): embedding. Each loads the model
+  once and embeds whole batches, the batches the in-process path sends its provider.
+* **The indexing process** (the driver): discovery, the store's writes in order, chunk ids,
+  BM25 (analysis and global statistics computed once, over everything), the vectors' files,
+  publishing. So the generation is the one a single process builds, byte for byte.
+
+A worker process that dies is retried by Ray (tasks ``max_retries``, actors
+``max_restarts``); a task that fails for good fails the run, and a failed run publishes
+nothing (:mod:`.indexer`). Ray is imported only when a :class:`RayExecutor` is made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GroundkitError, MissingDependencyError
+from ..sources import Candidate, Skipped
+from ..text.chunking import ChunkerConfig
+from . import ingest
+from .executor import Candidates, ProviderFactory
+
+if TYPE_CHECKING:
+    from ..embeddings import EmbeddingIdentity, Kind
+
+PARTITION_FILES = 64
+"""Files per Ray task: enough to amortise a task's overhead, small enough to spread."""
+
+IN_FLIGHT = 2
+"""Tasks (or embedding batches) in flight per CPU of the cluster."""
+
+MAX_RETRIES = 3
+"""Times Ray retries a task (or restarts an actor) whose worker process died."""
+
+DIE_VARIABLE = "GROUNDKIT_RAY_DIE"
+"""Test hook: ``PATH`` makes the first attempt of the first partition exit its worker process
+(``PATH`` is created to mark it), ``always`` makes every attempt exit."""
+
+
+class ClusterError(GroundkitError, RuntimeError):
+    """A Ray run failed (a task failed for good, or the cluster went away)."""
+
+    exit_code = 1
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or :class:`MissingDependencyError` naming the ``ray`` extra."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependencyError("ray", "ray", "indexing on Ray (--ray)") from None
+    return ray
+
+
+class RayExecutor:
+    """Chunking in Ray tasks, embedding in Ray actors (see the module docstring).
+
+    ``address`` is a cluster's (``HOST:PORT`` or ``ray://...``); ``None`` attaches to the
+    cluster ``RAY_ADDRESS`` names or one started on this machine, else starts a local Ray.
+    When this process is already connected to Ray, that connection is used.
+    """
+
+    def __init__(self, address: str | None = None, *, max_retries: int = MAX_RETRIES,
+                 partition_files: int = PARTITION_FILES, workers: int | None = None) -> None:
+        self._ray = import_ray()
+        self._started = not self._ray.is_initialized()
+        if self._started:
+            self._ray.init(address=address or None, include_dashboard=False,
+                           log_to_driver=False, logging_level="warning")
+        self.max_retries = max_retries
+        self.partition_files = max(1, partition_files)
+        cpus = int(self._ray.cluster_resources().get("CPU", 1))
+        self.workers = max(1, workers if workers is not None else cpus)
+        self._die = os.environ.get(DIE_VARIABLE) or None
+
+    def prepared(
+        self, candidates: Candidates, max_bytes: int, reusable: dict[str, tuple[str, int, str]],
+        skipped: list[Skipped], name: str, chunker: ChunkerConfig,
+    ) -> Generator[ingest.Prepared, None, None]:
+        task = self._ray.remote(num_cpus=1, max_retries=self.max_retries)(prepare_partition)
+        window: deque[Any] = deque()
+        for n, start in enumerate(range(0, len(candidates), self.partition_files)):
+            part = list(candidates[start:start + self.partition_files])
+            own = {doc: reusable[doc] for doc in (label + c.relpath for label, c in part)
+                   if doc in reusable}
+            window.append(task.remote(part, max_bytes, own, name, chunker,
+                                      self._die if n == 0 else None))
+            if len(window) >= IN_FLIGHT * self.workers:
+                yield from self._outcomes(window.popleft(), skipped)
+        while window:
+            yield from self._outcomes(window.popleft(), skipped)
+
+    def _outcomes(self, ref: Any, skipped: list[Skipped]) -> Iterator[ingest.Prepared]:
+        for outcome in self._get(ref):
+            if isinstance(outcome, Skipped):
+                skipped.append(outcome)
+            else:
+                yield outcome
+
+    def _get(self, ref: Any) -> Any:
+        try:
+            return self._ray.get(ref)
+        except self._ray.exceptions.RayError as exc:
+            raise ClusterError(
+                f"the Ray run failed: {exc}; nothing was published, the previous generation "
+                "is current") from exc
+
+    def embedder(self, embedding: Mapping[str, Any], make: ProviderFactory) -> RayEmbedder:
+        actor = self._ray.remote(num_cpus=1, max_restarts=self.max_retries,
+                                 max_task_retries=self.max_retries)(EmbedWorker)
+        return RayEmbedder(self, [actor.remote(dict(embedding), make)
+                                  for _ in range(self.workers)])
+
+    def small(self) -> RayExecutor:
+        return self
+
+    def close(self) -> None:
+        """Disconnect from Ray when this executor connected (a local Ray it started stops)."""
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+
+
+def prepare_partition(
+    part: Sequence[tuple[str, Candidate]], max_bytes: int,
+    reusable: dict[str, tuple[str, int, str]], name: str, chunker: ChunkerConfig,
+    die: str | None,
+) -> list[ingest.Prepared | Skipped]:
+    """One partition, as :class:`.executor.InProcess` prepares it: in a Ray task."""
+    if die is not None:
+        _die(die)
+    outcomes: list[ingest.Prepared | Skipped] = []
+    for job in ingest.read_jobs(list(part), max_bytes, reusable, _Into(outcomes)):
+        outcomes.append(ingest.prepare(job, name, chunker))
+    return outcomes
+
+
+class _Into(list[Skipped]):
+    """A ``skipped`` list that records each file in line with the prepared ones."""
+
+    def __init__(self, outcomes: list[ingest.Prepared | Skipped]) -> None:
+        super().__init__()
+        self._outcomes = outcomes
+
+    def append(self, item: Skipped) -> None:
+        self._outcomes.append(item)
+
+
+def _die(marker: str) -> None:
+    if marker != "always":
+        if Path(marker).exists():
+            return
+        Path(marker).touch()
+    os._exit(1)
+
+
+class EmbedWorker:
+    """A Ray actor's state: one provider, its model loaded once for the actor's life."""
+
+    def __init__(self, embedding: dict[str, Any], make: ProviderFactory) -> None:
+        self.provider = make(embedding)
+
+    def identity(self) -> EmbeddingIdentity:
+        return self.provider.identity
+
+    def embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        return self.provider.embed(texts, kind=kind)
+
+
+class RayEmbedder:
+    """An :class:`~groundkit.embeddings.EmbeddingProvider` whose batches run in Ray actors.
+
+    :meth:`embed_batches` keeps every actor busy and returns the matrices in order; each
+    batch is embedded whole by one actor, as the in-process provider would embed it.
+    """
+
+    def __init__(self, executor: RayExecutor, actors: list[Any]) -> None:
+        self._executor = executor
+        self._actors = actors
+        self._identity: EmbeddingIdentity | None = None
+
+    @property
+    def identity(self) -> EmbeddingIdentity:
+        if self._identity is None:
+            self._identity = self._executor._get(self._actors[0].identity.remote())
+        return self._identity
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> np.ndarray:
+        return next(self.embed_batches([texts], kind=kind))
+
+    def embed_batches(self, batches: Iterator[Sequence[str]] | Sequence[Sequence[str]], *,
+                      kind: Kind) -> Iterator[np.ndarray]:
+        window: deque[Any] = deque()
+        for n, batch in enumerate(batches):
+            actor = self._actors[n % len(self._actors)]
+            window.append(actor.embed.remote(list(batch), kind))
+            if len(window) >= IN_FLIGHT * len(self._actors):
+                yield np.asarray(self._executor._get(window.popleft()))
+        while window:
+            yield np.asarray(self._executor._get(window.popleft()))
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._executor._ray.kill(actor)
+        self._actors = []
