@@ -15,8 +15,19 @@ def _reasons(entry: Mapping[str, Any]) -> str:
     return ", ".join(shown) if shown else "none"
 
 
+LABELS = {"identical_share": "identical top 10", "ndcg10_delta": "nDCG@10 delta"}
+
+
+def _missed(name: str, target: Mapping[str, Any]) -> str:
+    """A missed target: what was observed, and what was asked."""
+    observed = target["observed"]
+    shown = ("not measured" if observed is None
+             else f"{observed:+.4f}" if name == "ndcg10_delta" else f"{observed:.1%}")
+    return f"{LABELS.get(name, name)} {shown} ({target['target']})"
+
+
 def _targets(entry: Mapping[str, Any]) -> str:
-    missed = [name for name, t in entry["targets"].items() if not t["met"]]
+    missed = [_missed(name, t) for name, t in entry["targets"].items() if not t["met"]]
     return "targets met" if not missed else "target missed: " + ", ".join(missed)
 
 

@@ -156,7 +156,8 @@ def test_the_summary_and_the_page_show_the_block() -> None:
     built = {"agreement": agreement.with_targets(block, {"lucene": -0.01})}
     line = agreement_lines(built)[1]
     assert "identical top 10 0/1 as bm25" in line and "scores 1" in line
-    assert "target missed: identical_share, ndcg10_delta" in line
+    assert ("target missed: identical top 10 0.0% (>= 0.95), nDCG@10 delta -0.0100 "
+            "(within ±0.002)") in line
     page = agreement_section(built)
     assert 'id="agreement-table"' in page and "<td>0/1</td>" in page
 
