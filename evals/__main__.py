@@ -90,6 +90,12 @@ def run_options(run: argparse.ArgumentParser) -> None:
                      help="rank every stage in this process, one group after the other, "
                      "instead of in two forked workers beside it (same report; for debugging "
                      "and profiling)")
+    run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                     help="rank the stages in Ray tasks on a cluster (extra 'ray'), one task per "
+                     "stage, the MCP stages here (same report). ADDRESS is the head's HOST:PORT "
+                     "(or ray://HOST:PORT); omitted, the cluster RAY_ADDRESS names or one "
+                     "started on this machine, else a new local Ray. Every node reads the "
+                     "suite's files and --cache at the same paths (docs/scale.md)")
     run.add_argument("--no-twins", action="store_true",
                      help="golden v3 on: skip the two-formats measurement (the v2 documents "
                      "indexed from their original HTML against their Markdown conversions)")

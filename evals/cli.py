@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         names = [*(args.stages or [s.name for s in defaults]), *(s.name for s in extra)]
         chosen = registry.resolve(names, known)
         built = evaluate(suite, chosen, settings=settings, runs_dir=runs_dir, log=log,
-                         serial=getattr(args, "serial", False))
+                         serial=getattr(args, "serial", False), spread=_spread(args, stack))
         if args.dataset is None and not (args.collection or args.questions):
             _add_twins(built, suite, chosen, settings, args)
     from evals import report as rpt
@@ -134,6 +134,19 @@ def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[regi
         defaults = [registry.STAGES[n] for n in registry.golden_defaults()]
     stack.callback(suite.close)
     return suite, defaults, out / "latest.json", out / "runs", settings
+
+
+def _spread(args: argparse.Namespace, stack: ExitStack) -> Any:
+    """Where ``--ray`` runs the stages (:mod:`evals.on_ray`), or ``None``: here and forked."""
+    address = getattr(args, "ray", None)
+    if address is None:
+        return None
+    if getattr(args, "serial", False):
+        raise UsageError("--serial ranks every stage in this process; --ray spreads them: "
+                         "choose one")
+    from evals import on_ray
+
+    return stack.enter_context(on_ray.connected(address or None))
 
 
 def _add_twins(built: dict[str, Any], suite: Any, chosen: list[registry.Stage],

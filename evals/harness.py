@@ -46,6 +46,10 @@ Portable = dict[str, tuple[rpt.StageResult, dict[str, list[tuple[Any, ...]]], rp
                            list[float] | None]]
 """Stages' results on their way out of a worker: each without its hits, then the hits the
 parent still reads as plain tuples, its scores and its latencies (:func:`_portable`)."""
+Spread = Callable[..., tuple[dict[str, Ran], Extras]]
+"""Where stages run instead of here and in forked workers (``evaluate(spread=)``), called as
+``spread(suite, baseline, lexical, mcp, embedded, settings, runs_dir, log)`` like
+:func:`_run_forked` (:func:`evals.on_ray.spread`: Ray tasks)."""
 
 
 class StageRun(Protocol):
@@ -150,12 +154,13 @@ def preflight(stages: Sequence[Stage]) -> None:
 
 def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
              runs_dir: Path | None, log: Log,
-             run_block: Mapping[str, Any] | None = None, serial: bool = False
-             ) -> dict[str, Any]:
+             run_block: Mapping[str, Any] | None = None, serial: bool = False,
+             spread: Spread | None = None) -> dict[str, Any]:
     """Run every stage over every question of ``suite``; the report dict, canonical
     already (write it with :func:`evals.report.write_canonical`).
 
-    Stage groups run side by side in forked workers unless ``serial`` (:func:`_run_all`).
+    Stage groups run side by side in forked workers unless ``serial`` (:func:`_run_all`),
+    or where ``spread`` runs them (on Ray: :mod:`evals.on_ray`).
     """
     preflight(stages)
     skipped: dict[str, str] = {}
@@ -168,7 +173,8 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
         else:
             runnable.append(stage)
     with forked.sharing_cores(not serial and suite.forks and forked.available()):
-        done, extras = _run_all(suite, runnable, settings, runs_dir, log, serial=serial)
+        done, extras = _run_all(suite, runnable, settings, runs_dir, log, serial=serial,
+                                spread=spread)
         results = [done[s.name][0] for s in runnable]
         built = rpt.build_report(questions=suite.questions, qrels=suite.qrels, stages=results,
                                  baseline=BASELINE, provenance=suite.provenance(),
@@ -195,7 +201,8 @@ def evaluate(suite: Suite, stages: Sequence[Stage], *, settings: rpt.Settings,
 
 
 def _run_all(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,
-             runs_dir: Path | None, log: Log, *, serial: bool) -> tuple[dict[str, Ran], Extras]:
+             runs_dir: Path | None, log: Log, *, serial: bool,
+             spread: Spread | None = None) -> tuple[dict[str, Ran], Extras]:
     """Every stage's result, and the suite's extra report blocks (:meth:`Suite.extras`).
 
     Three processes share the cores. This one ranks the stages that embed (the model
@@ -209,6 +216,8 @@ def _run_all(suite: Suite, stages: Sequence[Stage], settings: rpt.Settings,
     mcp = [s for s in stages if s.twin is not None]
     lexical = [s for s in stages if s.twin is None and s.lexical]
     embedded = [s for s in stages if s.twin is None and not s.lexical]
+    if spread is not None:
+        return spread(suite, stages[0], lexical, mcp, embedded, settings, runs_dir, log)
     if serial or not suite.forks or not forked.available():
         done = _run_group(suite, [*lexical, *embedded], settings, runs_dir, log)
         done.update(_run_mcp(suite, [(s, suite.open(s, log)) for s in mcp], settings,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -61,3 +61,13 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from groundkit.testing.tiny_cross_encoder import make_tiny_cross_encoder
 
     return make_tiny_cross_encoder(tmp_path_factory.mktemp("ce") / "tiny-ce", seed=0)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A real two-node local Ray cluster (one CPU each), this process connected to it; skipped
+    without ray unless GROUNDKIT_REQUIRE_RAY=1 (tests/ray_cluster.py)."""
+    from ray_cluster import two_nodes
+
+    with two_nodes() as address:
+        yield address

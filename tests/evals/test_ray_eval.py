@@ -1,0 +1,126 @@
+"""``python -m evals run --ray`` on a real two-node Ray cluster: the serial run's report.
+
+The cluster is the ``cluster`` fixture (tests/ray_cluster.py): skipped without ``ray`` unless
+``GROUNDKIT_REQUIRE_RAY=1`` (CI), which fails instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from golden_fixture import tiny_golden
+
+from evals.__main__ import main
+from evals.external.beir import write_beir
+from evals.external.dataset import Dataset
+from evals.external.synthetic import make_dataset
+from groundkit.errors import MissingDependencyError
+
+STAGES = ("bm25", "bm25-nostem", "bm25-k1.2-b0.75", "bm25-chunk500")
+FEW = ("--resamples", "200", "--permutations", "200")
+
+
+def _outside_run(report: Path) -> str:
+    data = json.loads(report.read_text())
+    data.pop("run")
+    return json.dumps(data, sort_keys=True)
+
+
+def _runs(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _golden(tmp: Path, golden: Path, *extra: str) -> int:
+    return main(["run", "--golden", str(golden), "--stages", *STAGES, "--out", str(tmp / "out"),
+                 "--cache", str(tmp / "cache"), *FEW, *extra])
+
+
+def test_a_golden_run_on_ray_writes_the_serial_report_outside_the_run_block(
+    cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    golden = tiny_golden(tmp_path / "golden" / "v1")
+    assert _golden(tmp_path / "serial", golden, "--serial") == 0
+    assert _golden(tmp_path / "ray", golden, "--ray", cluster) == 0
+    serial, spread = (_outside_run(tmp_path / n / "out" / "latest.json") for n in ("serial", "ray"))
+    assert spread == serial
+    assert "answers" in json.loads(spread)  # the extras came back from their task
+    runs = _runs(tmp_path / "ray" / "out" / "runs")
+    assert runs == _runs(tmp_path / "serial" / "out" / "runs")
+    assert sorted(runs) == sorted(f"{s}.trec" for s in STAGES)
+    assert "ran bm25-chunk500 on 6 questions" in capsys.readouterr().err  # the task's log
+
+
+def test_stages_rank_in_ray_worker_processes(cluster: str, tmp_path: Path) -> None:
+    import ray
+
+    from evals import harness, on_ray
+
+    seen: list[int] = []
+    real = harness._run_group
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(os.getpid())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    golden = tiny_golden(tmp_path / "golden" / "v1")
+    # the parent ranks nothing itself: only the tasks run _run_group (a spy here sees none)
+    harness._run_group = spy  # type: ignore[assignment]
+    try:
+        assert _golden(tmp_path, golden, "--ray", cluster) == 0
+    finally:
+        harness._run_group = real
+    assert seen == []
+    assert ray.is_initialized()  # the fixture's connection was used, and left open
+    assert on_ray.MAX_RETRIES >= 1
+
+
+@pytest.fixture(scope="module")
+def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dataset = make_dataset(seed=3, n_docs=60, n_queries=10)
+    judged = Dataset(name="syn", docs=dataset.docs, qrels=dataset.qrels,
+                     queries={q: t for q, t in dataset.queries.items() if q in dataset.qrels})
+    return write_beir(judged, tmp_path_factory.mktemp("beir") / "syn")
+
+
+def test_an_external_dataset_on_ray_scores_as_a_serial_run(
+    cluster: str, tmp_path: Path, beir_dir: Path,
+) -> None:
+    reports, runs = [], []
+    for name, extra in (("serial", ("--serial",)), ("ray", ("--ray", cluster))):
+        out = tmp_path / name
+        code = main(["run", "--dataset", f"beir:{beir_dir}", "--cache", str(out / "cache"),
+                     "--out", str(out / "out"), "--expected-dir", str(tmp_path), *FEW, *extra])
+        assert code == 0
+        reports.append(_outside_run(out / "out" / "syn.json"))
+        runs.append(_runs(out / "out" / "runs" / "syn"))
+    assert reports[0] == reports[1]
+    assert runs[0] == runs[1] and len(runs[0]) >= 5
+
+
+def test_serial_and_ray_together_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    golden = tiny_golden(tmp_path / "golden" / "v1")
+    assert _golden(tmp_path, golden, "--serial", "--ray") == 2
+    assert "choose one" in capsys.readouterr().err
+
+
+def test_without_ray_the_option_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evals import on_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as when not installed
+    with pytest.raises(MissingDependencyError, match=r"pip install 'groundkit\[ray\]'"):
+        on_ray.import_ray()
+    golden = tiny_golden(tmp_path / "golden" / "v1")
+    assert _golden(tmp_path, golden, "--ray") == MissingDependencyError.exit_code
+    assert "groundkit[ray]" in capsys.readouterr().err
+    from groundkit.cli import main as grk
+
+    assert grk(["eval", "--golden", str(golden), "--ray", "--out", str(tmp_path / "g")]) \
+        == MissingDependencyError.exit_code
