@@ -197,9 +197,10 @@ def select_engines(names: str) -> tuple[list[str], dict[str, str]]:
 
 
 def estimate_next(report: dict[str, Any]) -> dict[str, Any] | None:
-    """The wall time of one more size 10x the largest, from the fitted exponent of the
-    per-size wall time (every engine and the collection measures of that size)."""
-    sizes = [int(s) for s in report["wall_s"]]
+    """The wall time of one more size 10x the largest, from the exponent of the per-size
+    wall time (every engine and the collection measures of that size) over the two largest
+    sizes (at the smallest, fixed costs dominate)."""
+    sizes = sorted(int(s) for s in report["wall_s"])[-2:]
     if len(sizes) < 2:
         return None
     walls = [report["wall_s"][str(s)] for s in sizes]
@@ -222,6 +223,8 @@ def orchestrate(args: argparse.Namespace) -> int:
         sizes[str(n)] = {**measure_size(n, args, engines),
                          **{e: {"not_measured": why} for e, why in missing.items()}}
         wall[str(n)] = round(time.perf_counter() - start, 1)
+        write_result("scale", {"partial": True, "sizes": sizes, "wall_s": wall},
+                     Path(f"{args.out}.partial"))  # what a killed run leaves
     names = [*engines, *missing]
     exps = scale_report.exponents(sizes, names)
     report: dict[str, Any] = {
@@ -231,14 +234,20 @@ def orchestrate(args: argparse.Namespace) -> int:
         "params": {"k1": bm25_engines.K1, "b": bm25_engines.B, "top_k": bm25_engines.TOP_K},
         "corpus": {"chunk_chars": args.chunk_chars, "seed": args.seed, "pool": args.pool,
                    "queries": args.n_queries}, "sizes": sizes, "wall_s": wall,
-        "exponents": exps, "targets": scale_report.targets(sizes, exps)}
+        "exponents": exps, "exponents_two_largest": scale_report.exponents(sizes, names, 2),
+        "targets": scale_report.targets(sizes, exps), "loadavg_after": load_average()}
+    return render(report, args.out)
+
+
+def render(report: dict[str, Any], out: Path) -> int:
+    """Print, write the JSON, the plots and the page (``--replot`` re-renders a JSON)."""
     report["next_size_estimate"] = estimate_next(report)
-    report["loadavg_after"] = load_average()
     print_summary(report)
-    out = write_result("scale", report, args.out)
+    out = write_result("scale", report, out)
     folder = out.with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
-    pngs = scale_report.plot(sizes, names, exps, folder)
+    names = list(next(iter(report["sizes"].values()), {}))
+    pngs = scale_report.plot(report["sizes"], names, report["exponents"], folder)
     page = scale_report.write_html(report, pngs, folder / "index.html")
     print(f"\nwritten {out}, {len(pngs)} plots and {page}", file=sys.stderr)
     return 0
@@ -256,9 +265,11 @@ def print_summary(report: dict[str, Any]) -> None:
                 continue
             print(f"  {engine:12s} " + ", ".join(f"{k} {row[k]:.4g}" for k in keys
                                                  if isinstance(row.get(k), int | float)))
-    print("\nfitted growth exponents (log-log least squares):")
-    for key, per in report["exponents"].items():
-        print(f"  {key:24s} " + ", ".join(f"{e} {v:.3f}" for e, v in per.items()))
+    for title, name in (("every size", "exponents"),
+                        ("the two largest sizes", "exponents_two_largest")):
+        print(f"\nfitted growth exponents (log-log least squares, {title}):")
+        for key, per in report.get(name, {}).items():
+            print(f"  {key:24s} " + ", ".join(f"{e} {v:.3f}" for e, v in per.items()))
     scale_report.print_targets(report["targets"])
     if report["next_size_estimate"]:
         est = report["next_size_estimate"]
@@ -284,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=ROOT / ".bench")
     p.add_argument("--out", type=Path, default=None, help="JSON (default .bench/scale.json)")
     p.add_argument("--timeout", type=int, default=3600, help="seconds per worker")
+    p.add_argument("--replot", type=Path, help="re-render a written JSON (no measuring)")
     for hidden in ("--worker", "--phase", "--corpus", "--index-dir", "--lucene-heap"):
         p.add_argument(hidden, help=argparse.SUPPRESS)
     p.add_argument("--query-file", dest="queries_path", help=argparse.SUPPRESS)
@@ -293,6 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(args)))
         return 0
+    if args.replot:
+        report = json.loads(args.replot.read_text())
+        names = list(next(iter(report["sizes"].values()), {}))
+        report["exponents"] = scale_report.exponents(report["sizes"], names)
+        report["exponents_two_largest"] = scale_report.exponents(report["sizes"], names, 2)
+        report["targets"] = scale_report.targets(report["sizes"], report["exponents"])
+        return render(report, args.out)
     return orchestrate(args)
 
 

@@ -54,9 +54,14 @@ def series(sizes: dict[str, dict[str, Any]], engine: str, key: str) -> tuple[lis
     return xs, ys
 
 
-def exponents(sizes: dict[str, dict[str, Any]], engines: Sequence[str]) -> dict[str, Any]:
-    """``{measure: {engine: exponent}}`` for every measure with at least two sizes."""
+def exponents(sizes: dict[str, dict[str, Any]], engines: Sequence[str],
+              last: int | None = None) -> dict[str, Any]:
+    """``{measure: {engine: exponent}}`` for every measure with at least two sizes; with
+    ``last``, over the ``last`` largest sizes only (the local slope, where fixed costs such
+    as imports and JVM start weigh least)."""
     out: dict[str, Any] = {}
+    if last is not None:
+        sizes = dict(sorted(sizes.items(), key=lambda kv: int(kv[0]))[-last:])
     for key, _ in MEASURES:
         per = {e: fit_exponent(*series(sizes, e, key)) for e in engines}
         per = {e: round(v, 3) for e, v in per.items() if v is not None}

@@ -85,3 +85,11 @@ def test_the_bench_at_500_and_2000_passages_writes_json_plots_and_html(tmp_path:
     assert (folder / "index.html").read_text().count("<img") >= 10
     assert (folder / "p50_ms.png").read_bytes()[:4] == b"\x89PNG"
     assert (folder / "update_s.png").is_file()
+    again = subprocess.run([sys.executable, str(BENCH / "bench_scale.py"), "--replot", str(out),
+                            "--out", str(tmp_path / "again.json")], capture_output=True,
+                           text=True, cwd=REPO, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    replotted = json.loads((tmp_path / "again.json").read_text())
+    assert replotted["sizes"] == report["sizes"]
+    assert replotted["exponents_two_largest"] == replotted["exponents"]  # two sizes only
+    assert (tmp_path / "again" / "index.html").is_file()
