@@ -11,6 +11,7 @@ published generation, never to one still being built (docs/scale.md, "Serving").
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -143,3 +144,52 @@ def test_two_replicas_follow_one_writer_and_serve_only_published_generations(
         assert generations == sorted(generations) and set(generations) <= published
         _members_of_published_generations(home, results)
     assert len(set(done)) >= 20 and len(published) >= 3
+
+
+def sync(source: Path, replica: Path) -> None:
+    """The copy step of docs/scale.md ("Serving", copied generations): the new generations'
+    folders first (immutable: copied whole, never changed after), then the store through
+    SQLite's online backup into the replica's live store (a reader sees the old store or
+    the new one, never a mix), so the store never names a folder the replica lacks."""
+    src, dst = source / "collections" / "k", replica / "collections" / "k"
+    dst.mkdir(parents=True, exist_ok=True)
+    for folder in sorted(src.glob("gen-*")):
+        if not (dst / folder.name).exists():
+            shutil.copytree(folder, dst / f".{folder.name}.copying")
+            os.replace(dst / f".{folder.name}.copying", dst / folder.name)
+    with sqlite3.connect(src / "store.sqlite3") as a, sqlite3.connect(dst / "store.sqlite3") as b:
+        a.backup(b)
+    a.close()
+    b.close()
+
+
+def test_a_replica_with_its_own_copy_serves_each_generation_once_it_is_synced(
+    tmp_path: Path,
+) -> None:
+    root, writer, replica = tmp_path / "docs", tmp_path / "writer", tmp_path / "replica"
+    root.mkdir()
+    for i in range(DOCS):
+        (root / f"n{i:02d}.md").write_text(_note(i))
+    config = IndexConfig(roots=(str(root),))
+    index("k", config, home=writer)
+    sync(writer, replica)
+    env = {**os.environ}
+    with http_server(replica, TOKEN) as (url, _):
+        found, status = anyio.run(_search, url, MARKER, env)
+        assert found["hits"] == [] and status["retriever"]["serving_generation"] == 1
+        (root / "new.md").write_text(f"# New\n\nThe {MARKER} lantern was lit by the writer.\n")
+        index("k", config, home=writer)  # the writer publishes generation 2 in its own home
+        found, _ = anyio.run(_search, url, MARKER, env)
+        assert found["hits"] == []  # not synced yet: the replica serves generation 1
+        sync(writer, replica)
+        started = time.monotonic()
+        while True:
+            found, status = anyio.run(_search, url, MARKER, env)
+            if found["hits"]:
+                break
+            assert time.monotonic() - started < WAIT_S, "the replica never served the copy"
+            time.sleep(0.2)
+        assert [h["path"] for h in found["hits"]][:1] == ["new.md"]
+        assert {h["verdict"]["status"] for h in found["hits"]} == {"verified"}
+        assert status["retriever"]["serving_generation"] == 2
+        assert status["retriever"]["generation_changes"] == 1
