@@ -18,7 +18,7 @@ from evals.__main__ import main
 from evals.external.beir import write_beir
 from evals.external.dataset import Dataset
 from evals.external.synthetic import make_dataset
-from groundkit.errors import MissingDependencyError
+from groundkit.errors import MissingDependencyError, UsageError
 
 STAGES = ("bm25", "bm25-nostem", "bm25-k1.2-b0.75", "bm25-chunk500")
 FEW = ("--resamples", "200", "--permutations", "200")
@@ -124,3 +124,44 @@ def test_without_ray_the_option_names_the_extra(
 
     assert grk(["eval", "--golden", str(golden), "--ray", "--out", str(tmp_path / "g")]) \
         == MissingDependencyError.exit_code
+
+
+class _FailsOnTheCluster:
+    """A golden suite whose ``bm25-nostem`` fails to open anywhere but in this process."""
+
+    def __init__(self, inner: object, parent: int) -> None:
+        self._inner, self._parent = inner, parent
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):  # unpickling looks for methods before _inner is set
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def open(self, stage: object, log: object) -> object:
+        if getattr(stage, "name", None) == "bm25-nostem" and os.getpid() != self._parent:
+            raise UsageError("bm25-nostem cannot open here")
+        return self._inner.open(stage, log)  # type: ignore[attr-defined]
+
+
+def test_a_stage_failing_in_its_task_fails_the_run_with_its_own_error(
+    cluster: str, tmp_path: Path,
+) -> None:
+    from ray import cloudpickle
+
+    from evals import on_ray
+    from evals import report as rpt
+    from evals.golden.suite import golden_suite
+    from evals.harness import evaluate
+    from evals.stages import resolve
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers lack this module
+    try:
+        inner = golden_suite(tiny_golden(tmp_path / "golden" / "v1"), tmp_path / "home")
+        suite = _FailsOnTheCluster(inner, os.getpid())
+        with on_ray.connected(cluster) as spread, pytest.raises(UsageError, match="open here"):
+            evaluate(suite, resolve(["bm25", "bm25-nostem"]),  # type: ignore[arg-type]
+                     settings=rpt.Settings(resamples=50, permutations=50), runs_dir=None,
+                     log=lambda _: None, spread=spread)
+        inner.close()
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
