@@ -7,13 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from beir_fixture import synthetic_beir
 
 from evals import report as rpt
 from evals import trec
 from evals.__main__ import main
 from evals.engines import top_positive
-from evals.external.beir import write_beir
-from evals.external.dataset import Dataset
 from evals.external.registry import Reference
 from evals.external.suite import run_checks
 from evals.external.synthetic import make_dataset
@@ -30,10 +29,7 @@ LUCENE = ("lucene", "lucene-terms") if lucene.unavailable() is None else ()
 
 @pytest.fixture(scope="module")
 def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dataset = make_dataset(seed=3, n_docs=60, n_queries=10)
-    judged = Dataset(name="syn", docs=dataset.docs, qrels=dataset.qrels,
-                     queries={q: t for q, t in dataset.queries.items() if q in dataset.qrels})
-    return write_beir(judged, tmp_path_factory.mktemp("beir") / "syn")
+    return synthetic_beir(tmp_path_factory.mktemp("beir"))
 
 
 def _run(tmp: Path, beir: Path, *extra: str) -> tuple[int, dict]:

@@ -12,12 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from beir_fixture import synthetic_beir
 from golden_fixture import tiny_golden
 
 from evals.__main__ import main
-from evals.external.beir import write_beir
-from evals.external.dataset import Dataset
-from evals.external.synthetic import make_dataset
 from groundkit.errors import MissingDependencyError, UsageError
 
 STAGES = ("bm25", "bm25-nostem", "bm25-k1.2-b0.75", "bm25-chunk500")
@@ -80,10 +78,7 @@ def test_stages_rank_in_ray_worker_processes(cluster: str, tmp_path: Path) -> No
 
 @pytest.fixture(scope="module")
 def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dataset = make_dataset(seed=3, n_docs=60, n_queries=10)
-    judged = Dataset(name="syn", docs=dataset.docs, qrels=dataset.qrels,
-                     queries={q: t for q, t in dataset.queries.items() if q in dataset.qrels})
-    return write_beir(judged, tmp_path_factory.mktemp("beir") / "syn")
+    return synthetic_beir(tmp_path_factory.mktemp("beir"))
 
 
 def test_an_external_dataset_on_ray_scores_as_a_serial_run(
