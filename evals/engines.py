@@ -219,6 +219,13 @@ def analysis_of(retriever: Retriever) -> dict[str, Any]:
     return {}
 
 
+def release(retriever: Retriever) -> None:
+    """End what a stage's retriever alone holds once it has ranked: a Lucene peer's JVM and
+    its unit file (groundkit's retrievers hold only the collection, which stays open)."""
+    if isinstance(retriever, lucene.LuceneRetriever):
+        retriever.close()
+
+
 def collapsed(stage: Stage, retriever: Retriever,
               unit_texts: Callable[[], Sequence[str]]) -> Retriever:
     """``retriever`` with duplicate units folded away when ``stage.collapse`` asks, by

@@ -340,6 +340,9 @@ def _run_stage(run: StageRun, stage: Stage, suite: Suite, settings: rpt.Settings
     finally:
         if isinstance(run, McpRun):
             run.close()
+        release = getattr(run, "release", None)
+        if release is not None:  # what the stage alone holds (a peer's JVM): not collections
+            release()
     if runs_dir is not None:
         trec.write_run(runs_dir / f"{stage.name}.trec",
                        {q: [(h.chunk_id, h.score) for h in hs] for q, hs in hits.items()},

@@ -7,6 +7,7 @@ one CPU each, in a temporary folder of their own, torn down by process group. Sk
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -114,6 +115,7 @@ def two_nodes() -> Iterator[str]:
         if ray.is_initialized():
             ray.shutdown()
         _stop(nodes, temp)
+        _settle()
         shutil.rmtree(base, ignore_errors=True)
         if auth is None:
             os.environ.pop("RAY_AUTH_MODE", None)
@@ -129,3 +131,18 @@ def _wait(ready: object, nodes: list[subprocess.Popen[bytes]], base: Path) -> No
             logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in base.glob("*.log"))
             raise RuntimeError(f"the Ray cluster did not come up:\n{logs}")
         time.sleep(0.5)
+
+
+def _settle(limit_s: float = 10.0, quiet_s: float = 1.0) -> None:
+    """Wait until this process's open files stop changing: Ray's client closes some of its
+    sockets and pipes in background threads after ``ray.shutdown()``, and a later test that
+    checks for leaked descriptors must not see them go."""
+    gc.collect()
+    deadline, last, since = time.monotonic() + limit_s, None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = sorted(os.listdir("/proc/self/fd"))
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.05)

@@ -194,6 +194,8 @@ class _UnitRun:
         self.prep = prep
         self.units = prep.units(stage.chunking)
         self.retriever = retriever
+        self.release = lambda: engines.release(retriever)
+        """Called by the harness once the stage has ranked every question."""
         self.resources = resources
         self.embedded = MODES[stage.mode].embedding and stage.engine == "groundkit"
         self.config = config

@@ -286,6 +286,7 @@ class _CollectionRun:
             snap.name, {}), unit_texts=texts)
         config.update(engines.analysis_of(first))  # Lucene's query terms, as it ranks
         self.retriever = collapsed(stage, rerank_stage.wrap(first, snap, stage), texts)
+        self.release = lambda: engines.release(first)  # the harness's, once it has ranked
         self._pairs = getattr(self.retriever, "pairs", None)  # BM25, dense: see _ranked
         if isinstance(self.retriever, rerank_stage.RerankedRetriever):
             config["rerank"] = {"method": stage.rerank, "depth": stage.rerank_depth,

@@ -247,7 +247,9 @@ class LuceneRetriever:
                 for rank, (position, score) in enumerate(self.pairs(query, top_k), start=1)]
 
     def close(self) -> None:
-        """End the JVM (its stdin closed, it exits) and remove the unit file."""
+        """End the JVM (its stdin closed, it exits) and remove the unit file; again: nothing."""
+        if self._proc.stdin is not None and self._proc.stdin.closed:
+            return
         if self._proc.poll() is None and self._proc.stdin:
             self._proc.stdin.close()
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -91,6 +92,18 @@ def test_a_golden_run_carries_the_agreement_block_and_its_checks(tmp_path: Path)
     assert block["units_analysed_differently"] == {"count": 0, "examples": []}
     stage = next(s for s in built["stages"] if s["name"] == "lucene")
     assert stage["config"]["engine"] == "lucene"
+    assert not _lucene_children()  # the harness ended the JVM once the stage had ranked
+
+
+def _lucene_children() -> list[str]:
+    """The command lines of this process's children running the Lucene driver."""
+    kids = {pid for task in Path("/proc/self/task").iterdir()
+            for pid in (task / "children").read_text().split()}
+    lines = []
+    for pid in kids:
+        with contextlib.suppress(OSError):
+            lines.append((Path("/proc") / pid / "cmdline").read_bytes().decode(errors="replace"))
+    return [line for line in lines if "GroundkitLucene" in line]
 
 
 @needs_lucene
