@@ -42,7 +42,9 @@ def no_leaks() -> Iterator[None]:
     fds, kids = set(os.listdir("/proc/self/fd")), children()
     yield
     assert children() == kids
-    assert set(os.listdir("/proc/self/fd")) == fds
+    # a descriptor left open is a leak; one an earlier test's library closed meanwhile (Ray's
+    # client does, in a background thread, after ray.shutdown) is not this test's
+    assert set(os.listdir("/proc/self/fd")) <= fds
 
 
 def run(work: Callable[[], Any], *, timeout_s: float = 30, memory_bytes: int = 256 * MiB) -> Any:

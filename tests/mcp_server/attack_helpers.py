@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
@@ -122,9 +123,16 @@ def status_of(reply: bytes) -> int:
     return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else 0
 
 
-def tool_call(name: str, arguments: Any, id_: int = 7) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments}}
+_IDS = itertools.count(7)
+
+
+def tool_call(name: str, arguments: Any, id_: int | None = None) -> dict[str, Any]:
+    """A ``tools/call`` request with an id of its own: a request id must not be reused within
+    a session (the MCP spec), and the server keys a request's reply stream by its id, so a
+    request abandoned in flight and a new one with its id would share a stream (the
+    ``vanish-before-reply`` case then failed under load with 500, "Session terminated")."""
+    return {"jsonrpc": "2.0", "id": next(_IDS) if id_ is None else id_,
+            "method": "tools/call", "params": {"name": name, "arguments": arguments}}
 
 
 def json_or_none(text: str) -> Any:
