@@ -42,9 +42,13 @@ def no_leaks() -> Iterator[None]:
     fds, kids = set(os.listdir("/proc/self/fd")), children()
     yield
     assert children() == kids
-    # a descriptor left open is a leak; one an earlier test's library closed meanwhile (Ray's
-    # client does, in a background thread, after ray.shutdown) is not this test's
-    assert set(os.listdir("/proc/self/fd")) <= fds
+    # a descriptor left open is a leak; one a background thread of an earlier test's library
+    # holds for a moment is not (seen in full runs only: one descriptor opened and closed by
+    # another thread), so the set must come back to what it was, within a few seconds
+    deadline = time.monotonic() + 5
+    while (now := set(os.listdir("/proc/self/fd"))) != fds and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert now == fds
 
 
 def run(work: Callable[[], Any], *, timeout_s: float = 30, memory_bytes: int = 256 * MiB) -> Any:
