@@ -39,26 +39,17 @@ from evals import harness
 from evals import report as rpt
 from evals.golden.evidence import EvidenceCache
 from evals.stages import Stage
-from groundkit.collection import Collection
-from groundkit.errors import GroundkitError, MissingDependencyError
+from groundkit.collection import Collection, ray_executor
+from groundkit.collection.ray_executor import ClusterError
+from groundkit.errors import GroundkitError
 
 MAX_RETRIES = 2
 """Times Ray retries a stage's task whose worker process died."""
 
 
-class ClusterError(GroundkitError, RuntimeError):
-    """A stage failed on the cluster for good, or the cluster went away."""
-
-    exit_code = 1
-
-
 def import_ray() -> Any:
     """The ``ray`` module, or :class:`MissingDependencyError` naming the ``ray`` extra."""
-    try:
-        import ray
-    except ImportError:
-        raise MissingDependencyError("ray", "ray", "evaluation on Ray (--ray)") from None
-    return ray
+    return ray_executor.import_ray("evaluation on Ray (--ray)")
 
 
 @contextmanager

@@ -58,12 +58,12 @@ class ClusterError(GroundkitError, RuntimeError):
     exit_code = 1
 
 
-def import_ray() -> Any:
+def import_ray(what: str = "indexing on Ray (--ray)") -> Any:
     """The ``ray`` module, or :class:`MissingDependencyError` naming the ``ray`` extra."""
     try:
         import ray
     except ImportError:
-        raise MissingDependencyError("ray", "ray", "indexing on Ray (--ray)") from None
+        raise MissingDependencyError("ray", "ray", what) from None
     return ray
 
 
