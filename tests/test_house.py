@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     "groundkit.embeddings": 3,
     "groundkit.retrieval": 4, "groundkit.verify": 4,
     "groundkit.collection": 5,
-    "groundkit.answer": 6,
+    "groundkit.answer": 6, "groundkit.questions": 6,
     "groundkit.cli": 7, "groundkit.mcp_server": 7, "groundkit.testing": 7,
     "groundkit.__main__": 8, "groundkit": 8,
 }

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from functools import cache
 
-from groundkit.errors import IntegrityError, MissingDependencyError, UsageError
+from groundkit.errors import IntegrityError, UsageError
 from groundkit.text import analysis
 
 from .checksums import MANIFEST, data_dir, verify_file
@@ -69,10 +69,7 @@ def _terrier(data: str) -> frozenset[str]:
     return words - {""}
 
 
-@cache
 def _glasgow() -> frozenset[str]:
-    try:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-    except ImportError as exc:
-        raise MissingDependencyError("scikit-learn", "dense", "the Glasgow stopword list") from exc
-    return frozenset(ENGLISH_STOP_WORDS)
+    from groundkit.questions.rules import glasgow_stopwords
+
+    return glasgow_stopwords()

@@ -23,14 +23,11 @@ from evals.golden.parse import parse_lines
 from evals.golden.rules import question_problems, shared_stems
 from evals.golden.suite import CollectionSuite
 from evals.harness import Log
-from groundkit import store
 from groundkit.collection import Collection, IndexConfig
 from groundkit.collection.home import Home
-from groundkit.errors import DecodeError, IntegrityError, UsageError
-from groundkit.extract.reread import as_indexed
-from groundkit.sources import decode_bytes
+from groundkit.errors import IntegrityError, UsageError
+from groundkit.questions.documents import current_documents
 from groundkit.text.chunking import ChunkerConfig
-from groundkit.verify import Unreadable, read_inside
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -79,31 +76,6 @@ def warnings(golden: Golden) -> list[str]:
                    f"quotes ({', '.join(loose[:5])}{', …' if len(loose) > 5 else ''}): their "
                    "breakdown flatters BM25")
     return out
-
-
-def current_documents(coll: Collection) -> dict[str, str]:
-    """Every document's text as it is now (an extracted format's text view, made by the
-    extractor that indexed it); ``IntegrityError`` if any changed since indexing."""
-    snap = coll.snapshot
-    texts, changed = {}, []
-    for row in store.generation_documents(snap.conn, snap.generation):
-        raw = read_inside(row.root, row.relpath, snap.max_bytes)
-        if isinstance(raw, Unreadable):
-            changed.append(f"{row.doc_id} ({raw.reason})")
-            continue
-        if hashlib.sha256(raw).hexdigest() != row.sha256:
-            changed.append(f"{row.doc_id} (modified)")
-            continue
-        try:
-            texts[row.doc_id] = (as_indexed(row.relpath, raw, row.extractor).text
-                                 if row.extractor else decode_bytes(raw).text)
-        except DecodeError as exc:  # the extractor changed; plain text decoded when indexed
-            changed.append(f"{row.doc_id} ({exc})")
-    if changed:
-        raise IntegrityError(
-            f"{len(changed)} document(s) of collection {coll.name!r} changed since indexing "
-            f"({', '.join(changed[:5])}); re-index with grk index before evaluating")
-    return texts
 
 
 def _parse(path: Path, data: bytes, documents: dict[str, str]) -> Golden:
