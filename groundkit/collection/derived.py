@@ -35,7 +35,7 @@ from .indexer import DerivedBuilder, Progress
 if TYPE_CHECKING:
     from ..embeddings import EmbeddingIdentity, EmbeddingProvider
     from ..retrieval.vectors import VectorStore
-    from .executor import Executor
+    from .executor import Analysed, Executor
 
 ROWIDS = "rowids.npy"
 BM25 = "bm25"
@@ -88,13 +88,30 @@ def rebuild_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
     _write_bm25(conn, generation, gen_dir, settings, reuse=False)
 
 
+def bm25_builder(executor: Executor | None = None, *, reuse: bool = True) -> DerivedBuilder:
+    """:func:`build_bm25` (``reuse``) or :func:`rebuild_bm25`, building from the term bags
+    ``executor``'s tasks analysed (:meth:`.executor.Executor.analysed`) where it has them."""
+    if executor is None:
+        return build_bm25 if reuse else rebuild_bm25
+
+    def build(conn: sqlite3.Connection, generation: int, gen_dir: Path,
+              settings: dict[str, Any]) -> None:
+        _write_bm25(conn, generation, gen_dir, settings, reuse=reuse,
+                    analysed=executor.analysed())
+
+    return build
+
+
 def _write_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
-                settings: dict[str, Any], *, reuse: bool) -> None:
+                settings: dict[str, Any], *, reuse: bool, analysed: Analysed | None = None,
+                ) -> None:
     index = _updated_bm25(conn, generation, settings, gen_dir.parent) if reuse else None
     if index is None:
-        texts = (c.text for c in store.iter_generation_chunks(conn, generation))
-        index = BM25Index.build_from_texts(texts, analyzer_of(settings),
-                                           bm25_params_of(settings))
+        analyzer = analyzer_of(settings)
+        corpus = None if analysed is None else analysed.corpus(conn, generation, analyzer)
+        if corpus is None:
+            corpus = (c.text for c in store.iter_generation_chunks(conn, generation))
+        index = BM25Index.build(corpus, analyzer, bm25_params_of(settings))
     index.save(gen_dir / BM25, stamp(settings, generation))
 
 
@@ -193,9 +210,9 @@ def default_builders(progress: Progress | None = None, *, rebuild: bool = False,
     files: BM25 is built and every chunk embedded from the store (``--rebuild``).
     """
     if rebuild:
-        return [build_rowids, rebuild_bm25,
+        return [build_rowids, bm25_builder(executor, reuse=False),
                 vector_builder(progress, reuse=False, executor=executor)]
-    return [build_rowids, build_bm25, vector_builder(progress, executor=executor)]
+    return [build_rowids, bm25_builder(executor), vector_builder(progress, executor=executor)]
 
 
 # -- loaders -------------------------------------------------------------------------

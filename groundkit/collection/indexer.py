@@ -231,6 +231,7 @@ def _run(
         executor = executor.small() if len(candidates) < SMALL_RUN else executor
     with store.transaction(conn), closing(executor.prepared(
             candidates, config.max_bytes, reusable, report.skipped, name, config.chunker,
+            settings,
     )) as prepared:
         dirty_ids = None
         if plan is not None and previous is not None:

@@ -5,13 +5,16 @@ What runs where:
 * **Ray tasks** (one CPU each): partitions of :data:`PARTITION_FILES` files in the
   indexer's order. A task reads and hashes each file, picks its extractor, decodes or
   extracts and chunks it — :func:`.ingest.read_jobs` and :func:`.ingest.prepare`, the code
-  the in-process path runs — and returns the results with the files it could not read, in
-  order. The files are read where the task runs: every node needs the documents at the same
-  path (a shared filesystem).
+  the in-process path runs — analyses its chunks' BM25 terms (tokenising, stopwords,
+  stemming: :func:`~groundkit.retrieval.bm25_tokens.term_bags`, the build's own code) and
+  returns the results with the files it could not read, in order, and the chunks' term bags
+  (the partition's distinct terms and one array of term numbers). The files are read where
+  the task runs: every node needs the documents at the same path (a shared filesystem).
 * **Ray actors** (one CPU each, one per CPU of the cluster): embedding. Each loads the model
   once and embeds whole batches, the batches the in-process path sends its provider.
 * **The indexing process** (the driver): discovery, the store's writes in order, chunk ids,
-  BM25 (analysis and global statistics computed once, over everything), the vectors' files,
+  BM25's build from the bags (term ids, document frequencies, average length, scores:
+  computed once, over everything; carried files' chunks analysed here), the vectors' files,
   publishing. So the generation is the one a single process builds, byte for byte.
 
 A worker process that dies is retried by Ray (tasks ``max_retries``, actors
@@ -30,10 +33,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GroundkitError, MissingDependencyError
+from ..retrieval.bm25_tokens import TermBags, term_bags
 from ..sources import Candidate, Skipped
+from ..text.analysis import Analyzer
 from ..text.chunking import ChunkerConfig
 from . import ingest
-from .executor import Candidates, ProviderFactory
+from .derived import analyzer_of
+from .executor import Analysed, Candidates, ProviderFactory
 
 if TYPE_CHECKING:
     from ..embeddings import EmbeddingIdentity, Kind
@@ -46,6 +52,9 @@ IN_FLIGHT = 2
 
 MAX_RETRIES = 3
 """Times Ray retries a task (or restarts an actor) whose worker process died."""
+
+TEXT = 11
+"""A chunk row's text (:func:`groundkit.store.chunk_row`)."""
 
 DIE_VARIABLE = "GROUNDKIT_RAY_DIE"
 """Test hook: ``PATH`` makes the first attempt of the first partition exit its worker process
@@ -87,18 +96,22 @@ class RayExecutor:
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         self.workers = max(1, workers if workers is not None else cpus)
         self._die = os.environ.get(DIE_VARIABLE) or None
+        self._analysed: Analysed | None = None
 
     def prepared(
         self, candidates: Candidates, max_bytes: int, reusable: dict[str, tuple[str, int, str]],
         skipped: list[Skipped], name: str, chunker: ChunkerConfig,
+        settings: Mapping[str, Any] | None = None,
     ) -> Generator[ingest.Prepared, None, None]:
+        analyzer = None if settings is None else analyzer_of(settings)
+        self._analysed = None if analyzer is None else Analysed(analyzer)
         task = self._ray.remote(num_cpus=1, max_retries=self.max_retries)(prepare_partition)
         window: deque[Any] = deque()
         for n, start in enumerate(range(0, len(candidates), self.partition_files)):
             part = list(candidates[start:start + self.partition_files])
             own = {doc: reusable[doc] for doc in (label + c.relpath for label, c in part)
                    if doc in reusable}
-            window.append(task.remote(part, max_bytes, own, name, chunker,
+            window.append(task.remote(part, max_bytes, own, name, chunker, analyzer,
                                       self._die if n == 0 else None))
             if len(window) >= IN_FLIGHT * self.workers:
                 yield from self._outcomes(window.popleft(), skipped)
@@ -106,11 +119,20 @@ class RayExecutor:
             yield from self._outcomes(window.popleft(), skipped)
 
     def _outcomes(self, ref: Any, skipped: list[Skipped]) -> Iterator[ingest.Prepared]:
-        for outcome in self._get(ref):
+        outcomes, bags = self._get(ref)
+        first = 0
+        for outcome in outcomes:
             if isinstance(outcome, Skipped):
                 skipped.append(outcome)
-            else:
-                yield outcome
+                continue
+            if bags is not None and self._analysed is not None and outcome.rows:
+                self._analysed.add(outcome.job.doc_id, bags, first,
+                                   tuple(row[0] for row in outcome.rows))
+                first += len(outcome.rows)
+            yield outcome
+
+    def analysed(self) -> Analysed | None:
+        return self._analysed
 
     def _get(self, ref: Any) -> Any:
         try:
@@ -138,15 +160,20 @@ class RayExecutor:
 def prepare_partition(
     part: Sequence[tuple[str, Candidate]], max_bytes: int,
     reusable: dict[str, tuple[str, int, str]], name: str, chunker: ChunkerConfig,
-    die: str | None,
-) -> list[ingest.Prepared | Skipped]:
-    """One partition, as :class:`.executor.InProcess` prepares it: in a Ray task."""
+    analyzer: Analyzer | None, die: str | None,
+) -> tuple[list[ingest.Prepared | Skipped], TermBags | None]:
+    """One partition, as :class:`.executor.InProcess` prepares it, and (with ``analyzer``)
+    the term bags of its chunks, file after file: in a Ray task."""
     if die is not None:
         _die(die)
     outcomes: list[ingest.Prepared | Skipped] = []
     for job in ingest.read_jobs(list(part), max_bytes, reusable, _Into(outcomes)):
         outcomes.append(ingest.prepare(job, name, chunker))
-    return outcomes
+    if analyzer is None:
+        return outcomes, None
+    texts = [str(row[TEXT]) for done in outcomes if isinstance(done, ingest.Prepared)
+             for row in done.rows]
+    return outcomes, term_bags(texts, analyzer)
 
 
 class _Into(list[Skipped]):

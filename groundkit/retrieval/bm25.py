@@ -40,6 +40,7 @@ from ..text.analysis import DEFAULT_PRESET, Analyzer, check_query
 from . import bm25_store, scoring
 from .bm25_build import (
     Builder,
+    Item,
     Postings,
     posting_scores,
     score_postings,
@@ -126,10 +127,11 @@ class BM25Index:
 
     @classmethod
     def build(
-        cls, corpus: Iterable[str | Sequence[str]], analyzer: Analyzer | None = None,
+        cls, corpus: Iterable[Item], analyzer: Analyzer | None = None,
         params: BM25Params | None = None,
     ) -> BM25Index:
-        """Index texts, or term lists already produced by ``analyzer`` (used as-is)."""
+        """Index texts, or term lists or bags (:class:`~.bm25_build.Bag`) already produced
+        by ``analyzer`` (used as-is)."""
         analyzer = analyzer or Analyzer.preset(DEFAULT_PRESET)
         builder = Builder(analyzer)
         for item in corpus:

@@ -13,7 +13,7 @@ from ..text.analysis import Analyzer
 from . import scoring
 from .bm25_params import BM25Params
 from .bm25_query import impact_prefixes, score_unit
-from .bm25_tokens import ChunkTerms, batch_term_ids
+from .bm25_tokens import ChunkTerms, TermBags, batch_term_ids
 
 IntArray = npt.NDArray[np.int64]
 I32Array = npt.NDArray[np.int32]
@@ -137,8 +137,26 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
     return arrays, stats
 
 
+class Bag:
+    """Text ``index``'s terms in ``bags`` (:class:`.bm25_tokens.TermBags`): a document
+    already analysed elsewhere (a Ray task), given to :meth:`Builder.add` as it is."""
+
+    __slots__ = ("bags", "index")
+
+    def __init__(self, bags: TermBags, index: int) -> None:
+        self.bags, self.index = bags, index
+
+    def __len__(self) -> int:
+        ends = self.bags.ends
+        return int(ends[self.index] - (ends[self.index - 1] if self.index else 0))
+
+
+Item = str | Sequence[str] | Bag
+"""What a build indexes as one document: a text, its term list, or its :class:`Bag`."""
+
+
 class Builder:
-    """Streams texts (or term lists) in batches into per-batch (term, doc, tf) postings.
+    """Streams texts (or term lists, or bags) in batches into per-batch (term, doc, tf) postings.
 
     Texts go through :mod:`.bm25_tokens` a batch at a time; each batch's postings are
     counted with one sort of packed (term, doc) keys and kept sorted by term, then
@@ -159,16 +177,17 @@ class Builder:
         """Per batch: (term ids, docs, tfs), sorted by term then doc."""
         self.lengths: list[I32Array] = []
         self.n_docs = 0
-        self._pending: list[str | Sequence[str]] = []
+        self._pending: list[Item] = []
+        self._interned: dict[int, tuple[TermBags, I32Array]] = {}
         self._pending_chars = 0
 
-    def add(self, item: str | Sequence[str]) -> None:
+    def add(self, item: Item) -> None:
         self._pending.append(item)
         self._pending_chars += len(item)
         if len(self._pending) >= self.BATCH_DOCS or self._pending_chars >= self.BATCH_CHARS:
             self._flush()
 
-    def _term_pairs(self, batch: list[str | Sequence[str]]) -> tuple[I32Array, I32Array]:
+    def _term_pairs(self, batch: list[Item]) -> tuple[I32Array, I32Array]:
         """(term id, doc within batch) of every kept token of ``batch``."""
         lower = self.analyzer.lowercase
         texts = [item for item in batch if isinstance(item, str)]
@@ -177,7 +196,7 @@ class Builder:
         tids, docs = batch_term_ids(texts, self.chunks, lower)
         where = [i for i, item in enumerate(batch) if isinstance(item, str)]
         docs = np.asarray(where, dtype=np.int32)[docs] if where else docs
-        lists = [(i, item) for i, item in enumerate(batch) if not isinstance(item, str)]
+        lists = [(i, item) for i, item in enumerate(batch) if not isinstance(item, str | Bag)]
         term_ids = self.term_ids
         flat = [term_ids.setdefault(t, len(term_ids)) if t else -1
                 for _, item in lists for t in item]
@@ -185,8 +204,41 @@ class Builder:
         list_docs = np.repeat(np.array([i for i, _ in lists], dtype=np.int32),
                               [len(item) for _, item in lists])
         keep = list_tids >= 0
-        return (np.concatenate([tids, list_tids[keep]]),
-                np.concatenate([docs, list_docs[keep]]))
+        bag_tids, bag_docs = self._bag_pairs(
+            [(i, item) for i, item in enumerate(batch) if isinstance(item, Bag)])
+        return (np.concatenate([tids, list_tids[keep], bag_tids]),
+                np.concatenate([docs, list_docs[keep], bag_docs]))
+
+    def _bag_pairs(self, bags: list[tuple[int, Bag]]) -> tuple[I32Array, I32Array]:
+        """:meth:`_term_pairs` of the bags, one gather per :class:`TermBags` they come from."""
+        groups: dict[int, list[tuple[int, int]]] = {}
+        for doc, bag in bags:
+            groups.setdefault(id(bag.bags), []).append((doc, bag.index))
+        owners = {id(bag.bags): bag.bags for _, bag in bags}
+        tids, docs = [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
+        for key, members in groups.items():
+            source, to_global = self._global_ids(owners[key])
+            at = np.array(members, dtype=np.int64).reshape(-1, 2)
+            stops = source.ends[at[:, 1]]
+            starts = np.where(at[:, 1] > 0, source.ends[at[:, 1] - 1], 0)
+            counts = stops - starts
+            pos = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+            pos += np.arange(len(pos))
+            tids.append(to_global[source.ids[pos]])
+            docs.append(np.repeat(at[:, 0].astype(np.int32), counts))
+        return np.concatenate(tids), np.concatenate(docs)
+
+    def _global_ids(self, bags: TermBags) -> tuple[TermBags, I32Array]:
+        """``bags`` and its terms' ids in this build (registered on first sight)."""
+        known = self._interned.get(id(bags))
+        if known is None:
+            if len(self._interned) >= 64:  # bags arrive grouped: keep a few, free the rest
+                self._interned.clear()
+            term_ids = self.term_ids
+            ids = np.fromiter((term_ids.setdefault(t, len(term_ids)) for t in bags.terms),
+                              dtype=np.int32, count=len(bags.terms))
+            known = self._interned[id(bags)] = (bags, ids)
+        return known
 
     def _flush(self) -> None:
         batch, self._pending, self._pending_chars = self._pending, [], 0

@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 from itertools import islice, repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -287,3 +287,25 @@ def batch_term_ids(texts: Sequence[str], chunks: ChunkTerms,
     docs = np.cumsum(codes == SEPARATOR, dtype=np.int32)
     docs -= 1
     return chunks.expand(codes, docs)
+
+
+class TermBags(NamedTuple):
+    """Several texts' index terms in a compact form: each text's a bag (counts kept, order
+    not). ``terms`` are the distinct terms, ``ids`` index into them text after text (text
+    ``i``'s are ``ids[ends[i - 1]:ends[i]]``, ``ends[-1]`` being 0). Made where the texts
+    are (a Ray task), merged into an index build by :meth:`.bm25_build.Builder.add`."""
+
+    terms: tuple[str, ...]
+    ids: npt.NDArray[Any]
+    ends: npt.NDArray[np.int64]
+
+
+def term_bags(texts: Sequence[str], analyzer: Analyzer) -> TermBags:
+    """The :class:`TermBags` of ``texts``: each text's terms are those
+    :meth:`Analyzer.analyze` gives it (what a build analyses it into)."""
+    term_ids: dict[str, int] = {}
+    tids, docs = batch_term_ids(texts, ChunkTerms(analyzer, term_ids), analyzer.lowercase)
+    order = np.argsort(docs, kind="stable")
+    ends = np.cumsum(np.bincount(docs, minlength=len(texts)), dtype=np.int64)
+    small = len(term_ids) <= 2**16
+    return TermBags(tuple(term_ids), tids[order].astype(np.uint16 if small else np.int32), ends)

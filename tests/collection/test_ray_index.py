@@ -8,15 +8,22 @@ group (the ``cluster`` fixture: tests/ray_cluster.py). Skipped without ``ray`` u
 
 from __future__ import annotations
 
+import random
+import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from groundkit import store
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.collection.home import collection_dir
 from groundkit.errors import MissingDependencyError
+from groundkit.retrieval.bm25 import BM25Index
+from groundkit.retrieval.bm25_build import Bag
+from groundkit.retrieval.bm25_tokens import term_bags
+from groundkit.text.analysis import Analyzer
 
 QUERIES = ("deployment logs", "the on-call engineer", "section 7 quarterly budget", "zebra")
 
@@ -83,14 +90,75 @@ def _ray(cluster: str, **kw: object) -> object:
     return RayExecutor(cluster, partition_files=16, **kw)  # type: ignore[arg-type]
 
 
+WORDS = ("the", "running", "runners", "ran", "café", "naïve", "東京都", "data's", "it's",
+         "3.14", "1,000", "a:b", "foo_bar", "x.y", "zebra", "ZEBRA", "quarterly", "budget",
+         "Straße", "ǅemal")
+
+
+@pytest.mark.parametrize("analyzer", [Analyzer(), Analyzer.preset("simple"),
+                                      Analyzer(lowercase=False, stemmer="english")])
+def test_term_bags_build_the_index_the_texts_build(analyzer: Analyzer) -> None:
+    rng = random.Random(7)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 40))) for _ in range(600)]
+    parts = [(start, term_bags(texts[start:start + 37], analyzer))
+             for start in range(0, len(texts), 37)]
+    for start, bags in parts:  # each text's bag: the terms analyze gives it, as a multiset
+        for i, text in enumerate(texts[start:start + 37]):
+            lo = int(bags.ends[i - 1]) if i else 0
+            got = sorted(bags.terms[t] for t in bags.ids[lo:int(bags.ends[i])].tolist())
+            assert got == sorted(analyzer.analyze(text))
+    # bags, texts and term lists mixed in one build (carried files come as texts)
+    items: list[object] = [Bag(bags, i) if (start + i) % 3 else text
+                           for start, bags in parts
+                           for i, text in enumerate(texts[start:start + 37])]
+    items[5] = analyzer.analyze(texts[5])
+    alone = BM25Index.build(texts, analyzer)
+    mixed = BM25Index.build(items, analyzer)  # type: ignore[arg-type]
+    assert alone._arrays.keys() == mixed._arrays.keys()
+    for name, array in alone._arrays.items():
+        assert array.dtype == mixed._arrays[name].dtype and np.array_equal(
+            array, mixed._arrays[name]), name
+    assert (alone._blob, alone._stats) == (mixed._blob, mixed._stats)
+
+
 def test_the_ray_generation_is_the_single_process_one_byte_for_byte(
     cluster: str, docs: Path, single: dict[str, object], tmp_path: Path,
 ) -> None:
-    _index(docs, tmp_path, executor=_ray(cluster))
+    executor = _ray(cluster)
+    _index(docs, tmp_path, executor=executor)
     spread = _generation(tmp_path)
     assert spread["files"] and spread["files"] == single["files"]
     assert spread == single
     assert [path for path, _ in single["skipped"]] == ["data.txt"]  # type: ignore[attr-defined]
+    # every chunk's BM25 terms were analysed in the tasks, none again here
+    analysed = executor.analysed()  # type: ignore[attr-defined]
+    assert analysed is not None and analysed.bags == len(spread["chunk_ids"]) > 0  # type: ignore[arg-type]
+
+
+def test_a_second_ray_generation_mixes_task_bags_and_carried_files_as_one_process(
+    cluster: str, docs: Path, tmp_path: Path,
+) -> None:
+    """Half the files changed: a full BM25 build over the tasks' bags (changed files) and
+    the carried files' texts, analysed here; the same bytes as one process builds."""
+    generations = []
+    for name, ray in (("one", False), ("ray", True)):
+        root = tmp_path / name / "docs"
+        shutil.copytree(docs, root)
+        executor = _ray(cluster) if ray else None
+        _index(root, tmp_path / name, executor=executor)
+        for i in range(0, 90, 2):
+            sub = root / f"team-{i % 4}"
+            path = sub / f"note-{i}.md" if i % 3 else sub / f"note-{i}.txt"
+            path.write_text(path.read_text() + f"\nRevised: zebra crossings near item {i}.\n")
+        _index(root, tmp_path / name, executor=executor)
+        generations.append(_generation(tmp_path / name))
+        if executor is not None:
+            analysed = executor.analysed()
+            chunks = len(generations[-1]["chunk_ids"])  # type: ignore[arg-type]
+            assert analysed is not None and 0 < analysed.bags < chunks  # both kinds
+    assert generations[0]["generation"] == 2
+    one, spread = generations
+    assert one["files"] == spread["files"] and one == spread
 
 
 def test_a_worker_killed_mid_run_is_retried_and_the_result_is_the_same(
