@@ -1,17 +1,17 @@
 """Streamable HTTP for the MCP server, on loopback, with every transport check in one place.
 
-Every request passes :class:`HttpGuard` first: its Host header must be on the
-allow-list (this server's own loopback names and port, plus ``allow_hosts``),
-an Origin header, when present, must be listed in ``allow_origins``, and with a
-token configured it must carry ``Authorization: Bearer TOKEN`` (compared with
-:func:`hmac.compare_digest`). The SDK's own Host/Origin checks run behind it
-with the same lists. An error response whose JSON-RPC message spans lines (the
-SDK's pydantic text for a batch or a malformed message, echoing the input) is
-rewritten to one line. The guard reads the whole body first (at most
-``max_body`` bytes, else 413), so a client that vanishes mid-request is
-dropped quietly before the SDK sees it. :func:`http_options`
-validates the settings before anything binds; ``uvicorn`` and the SDK are
-imported only by :func:`run_http`.
+Every request passes :class:`HttpGuard` first: an Origin header, when present,
+must be listed in ``allow_origins`` (else 403, checked first), its Host header
+must be on the allow-list (this server's own loopback names and port, plus
+``allow_hosts``; else 421), and with a token configured it must carry
+``Authorization: Bearer TOKEN`` (compared with :func:`hmac.compare_digest`).
+The SDK's own Host/Origin checks run behind it with the same lists. An error
+response whose JSON-RPC message spans lines (the SDK's pydantic text for a
+batch or a malformed message, echoing the input) is rewritten to one line. The
+guard reads the whole body first (at most ``max_body`` bytes, else 413), so a
+client that vanishes mid-request is dropped quietly before the SDK sees it.
+:func:`http_options` validates the settings before anything binds; ``uvicorn``
+and the SDK are imported only by :func:`run_http`.
 """
 
 from __future__ import annotations
@@ -104,9 +104,10 @@ def _token(var: str | None) -> str | None:
 class HttpGuard:
     """ASGI middleware: refuse a request unless its Host, Origin and bearer token check out.
 
-    Host not on the list: 421. Origin present and not on the list: 403. Token
-    missing or wrong (when one is configured): 401. Repeated headers: 400. Body
-    over ``max_body``: 413.
+    In this order: repeated headers: 400. Origin present and not on the list:
+    403 (whatever the Host; the transport spec's MUST). Host not on the list: 421.
+    Token missing or wrong (when one is configured): 401. Body over
+    ``max_body``: 413.
     """
 
     def __init__(self, app: App, *, hosts: list[str], origins: list[str],
@@ -139,12 +140,12 @@ class HttpGuard:
             headers.setdefault(key.lower(), []).append(value)
         if any(len(headers.get(k, ())) > 1 for k in (b"host", b"origin", b"authorization")):
             return 400, "repeated Host, Origin or Authorization header"
+        origin = headers.get(b"origin")
+        if origin is not None and origin[0].decode("latin-1").lower() not in self.origins:
+            return 403, "Origin not allowed"  # first: a present, invalid Origin MUST get 403
         host = headers.get(b"host", [b""])[0].decode("latin-1").lower()
         if host not in self.hosts:
             return 421, "Host header not allowed"
-        origin = headers.get(b"origin")
-        if origin is not None and origin[0].decode("latin-1").lower() not in self.origins:
-            return 403, "Origin not allowed"
         if self.token is not None:
             scheme, _, value = headers.get(b"authorization", [b""])[0].partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):

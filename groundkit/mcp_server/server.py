@@ -14,6 +14,8 @@
   being cut (and flagged) to fit.
 * Domain failures (unknown collection, damaged index, unavailable mode) are
   tool results with ``isError``; their messages carry no traceback and no path.
+  An unknown tool name is a protocol error (JSON-RPC -32602), and only the
+  ``tools`` capability is declared (no prompts, no resources: -32601).
 * Retrieved text is labelled ``content_trust: "untrusted-document-text"``.
 * Nothing here writes: collections are opened read-only, cached per server
   (:mod:`.pool`), and re-opened when a new generation is published.
@@ -30,7 +32,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import __version__
@@ -117,13 +120,35 @@ class _StrictTool(Tool):
         return await super().run(arguments, context, convert_result=convert_result)
 
 
+UNSERVED = ("prompts/list", "prompts/get", "resources/list", "resources/templates/list",
+            "resources/read")
+"""The methods ``MCPServer`` registers whatever the server holds; groundkit has no prompts and
+no resources, so it withdraws them (python-sdk issue 2473)."""
+
+
 class _Server(MCPServer):
-    """Refuses an unknown tool name in one escaped line (the SDK echoes it raw)."""
+    """Declares only ``tools``; an unknown tool name is a protocol error in one escaped line.
+
+    The SDK derives the declared capabilities from the registered request handlers
+    and answers a method without one with -32601 (Method not found), which is what
+    the spec (2026-07-28 schema, ``MethodNotFoundError``) asks for a method behind a
+    capability the server did not declare. So the handlers of :data:`UNSERVED` are
+    removed, and ``initialize`` (or ``server/discover``) declares ``tools`` alone.
+    An unknown tool is a JSON-RPC -32602 (Invalid params) error, not an ``isError``
+    result: the spec's tools page lists it under protocol errors.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        handlers = self._lowlevel_server._request_handlers  # no public removal in mcp 2.3
+        for method in UNSERVED:
+            handlers.pop(method, None)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
         if name not in DESCRIPTIONS:
-            raise ToolError(f"unknown tool {shown(name)}; tools: {', '.join(DESCRIPTIONS)}")
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown tool {shown(name)}; "
+                           f"tools: {', '.join(DESCRIPTIONS)}")
         return await super().call_tool(name, arguments, context)
 
 

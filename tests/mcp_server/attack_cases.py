@@ -9,7 +9,7 @@ import inspect
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,10 @@ from attack_helpers import (
     status_of,
     tool_call,
 )
+from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_helpers import DOCS, call
+from mcp.shared.exceptions import MCPError
+from mcp_helpers import DOCS, MODES, call, session
 
 from groundkit.mcp_server.http import HttpGuard
 from groundkit.mcp_server.schema import CONTENT_TRUST
@@ -94,6 +96,33 @@ def tool_error(id_: str, category: str, tool: str, args: Args, contains: str) ->
         return [text]
 
     return Case(id_, category, f"error: {contains}", run)
+
+
+def protocol_error(id_: str, category: str, request: Callable[[Client], Awaitable[Any]],
+                   code: int, contains: str) -> Case:
+    """A JSON-RPC error ``code`` (not a tool result), in both protocol eras."""
+    def run(ctx: Ctx) -> list[str]:
+        texts = []
+        for mode in MODES:
+            raised: list[MCPError] = []
+            try:
+                answer = session(ctx.server, request, mode)
+            except* MCPError as group:  # the legacy client raises it inside a task group
+                raised = _leaves(group)
+            else:
+                raise AssertionError(f"{mode}: answered {answer!r}, not error {code}")
+            [exc] = raised
+            assert exc.code == code, (mode, exc.code, exc.message)
+            assert contains in _one_line(exc.message), exc.message
+            texts.append(exc.message)
+        return texts
+
+    return Case(id_, category, f"JSON-RPC {code}: {contains}", run)
+
+
+def _leaves(group: BaseExceptionGroup[MCPError]) -> list[MCPError]:
+    return [leaf for exc in group.exceptions
+            for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])]
 
 
 def tool_ok(id_: str, category: str, tool: str, args: Args, expect: str,
@@ -234,6 +263,18 @@ def vanish_stream(ctx: Ctx) -> list[str]:
     raw_exchange(ctx.http.port, request[: len(request) // 2], read=False)  # headers cut off
     raw_exchange(ctx.http.port, request, timeout=1)  # an open event stream, then gone
     return [search_works(ctx)]
+
+
+def own_origin(ctx: Ctx) -> list[str]:
+    """The server's own origin is refused unless named (ADR-0016: no implicit allowance)."""
+    texts = []
+    for origin in (f"http://127.0.0.1:{ctx.http.port}", f"http://localhost:{ctx.http.port}"):
+        host = origin.removeprefix("http://")
+        r = httpx.post(ctx.http.url, json=INIT, timeout=30,
+                       headers={**ctx.http.base_headers(), "host": host, "origin": origin})
+        assert r.status_code == 403, (origin, r.status_code, r.text[:200])
+        texts.append(r.text)
+    return texts
 
 
 def no_host(version: str, status: int) -> Run:

@@ -29,6 +29,8 @@ from attack_cases import (
     hits_inside,
     http,
     no_host,
+    own_origin,
+    protocol_error,
     repeated,
     script,
     still_serving,
@@ -44,6 +46,7 @@ from attack_cases import (
 )
 from attack_helpers import ORIGIN, TOKEN, http_server, tool_call
 from mcp_helpers import DOCS, call
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 
 from groundkit.collection import Collection, IndexConfig, index
 from groundkit.mcp_server.server import build_server
@@ -89,6 +92,7 @@ TRAVERSAL, ABSOLUTE, IDS = "path traversal", "absolute paths and URLs", "chunk i
 CONTROL, SIZE, TOP_K = "NUL and control characters", "sizes", "top_k"
 CONFUSABLE, TYPES = "unicode confusables", "wrong types and unknown arguments"
 DOCUMENTS, HOST = "hostile documents and symlinks", "HTTP Host and Origin"
+UNDECLARED = "undeclared capabilities (prompts, resources)"
 TOKENS, PROTOCOL, VANISHED = "HTTP bearer token", "HTTP protocol and bodies", "vanished clients"
 BAD_ID, BAD_NAME = "invalid argument chunk_id", "invalid argument collection"
 HEX = "0123456789abcdef0123"
@@ -201,7 +205,21 @@ CASES: list[Case] = [
     tool_error("list-home-arg", TYPES, "list_collections", {"home": "/"},
                "valid arguments: none"),
     tool_error("missing-query", TYPES, "search", {}, "missing argument query (required)"),
-    tool_error("unknown-tool", TYPES, "../../bin/sh", {}, "unknown tool '../../bin/sh'"),
+    protocol_error("unknown-tool", TYPES, lambda c: c.call_tool("../../bin/sh", {}),
+                   INVALID_PARAMS, "unknown tool '../../bin/sh'"),
+    protocol_error("unknown-tool-long", TYPES, lambda c: c.call_tool("x\n" * 5000, {}),
+                   INVALID_PARAMS, "unknown tool 'x\\nx\\n"),
+    protocol_error("prompt-get", UNDECLARED, lambda c: c.get_prompt("search"),
+                   METHOD_NOT_FOUND, "Method not found"),
+    protocol_error("prompt-list", UNDECLARED, lambda c: c.list_prompts(), METHOD_NOT_FOUND,
+                   "Method not found"),
+    protocol_error("resource-read-passwd", UNDECLARED,
+                   lambda c: c.read_resource("file:///etc/passwd"), METHOD_NOT_FOUND,
+                   "Method not found"),
+    protocol_error("resource-list", UNDECLARED, lambda c: c.list_resources(), METHOD_NOT_FOUND,
+                   "Method not found"),
+    protocol_error("resource-templates", UNDECLARED, lambda c: c.list_resource_templates(),
+                   METHOD_NOT_FOUND, "Method not found"),
     tool_ok("injection-search", DOCUMENTS, "search", {"query": "ignore previous instructions"},
             "hits with content_trust untrusted; text returned verbatim, not acted on",
             lambda out, c: hits(out, c, text=INJECTION)),
@@ -227,6 +245,10 @@ CASES: list[Case] = [
     http("origin-null", HOST, 403, headers={"origin": "null"}),
     http("origin-other-port", HOST, 403, headers={"origin": "http://localhost:6275"}),
     http("origin-allowed", HOST, 200, headers={"origin": ORIGIN}),
+    http("origin-and-host-evil", HOST, 403,
+         headers={"origin": "http://evil.example", "host": "evil.example"}),
+    http("origin-allowed-host-evil", HOST, 421, headers={"origin": ORIGIN, "host": "evil.example"}),
+    script("origin-own-unlisted", HOST, "HTTP 403")(own_origin),
     http("token-missing", TOKENS, 401, headers={"authorization": None}),
     http("token-wrong", TOKENS, 401, headers={"authorization": "Bearer " + "y" * len(TOKEN)}),
     http("token-short", TOKENS, 401, headers={"authorization": "Bearer x"}),
@@ -254,6 +276,10 @@ CASES: list[Case] = [
          contains="batches are not supported"),
     http("method-not-found", PROTOCOL, 200, body={"jsonrpc": "2.0", "id": 3, "method": "x/y"},
          contains="Method not found"),
+    http("prompt-over-http", PROTOCOL, 200, body={"jsonrpc": "2.0", "id": 4, "method":
+         "prompts/get", "params": {"name": "search"}}, contains='"code":-32601'),
+    http("unknown-tool-over-http", PROTOCOL, 200, body=tool_call("nope", {}),
+         contains='"code":-32602'),
     http("arguments-not-object", PROTOCOL, 200, body=tool_call("search", "logs"),
          contains="Invalid request parameters"),
     http("tool-error-over-http", PROTOCOL, 200,

@@ -112,7 +112,7 @@ def _check(guard: HttpGuard, **headers: str) -> int | None:
     return None if refusal is None else refusal[0]
 
 
-def test_the_guard_checks_host_then_origin_then_token() -> None:
+def test_the_guard_checks_origin_then_host_then_token() -> None:
     guard = HttpGuard(_app, hosts=["127.0.0.1:8765"], origins=["http://localhost:6274"],
                       token=TOKEN)
     good = {"host": "127.0.0.1:8765", "authorization": f"Bearer {TOKEN}"}
@@ -122,6 +122,10 @@ def test_the_guard_checks_host_then_origin_then_token() -> None:
     assert _check(guard, **{**good, "host": "127.0.0.1"}) == 421
     assert _check(guard, authorization=f"Bearer {TOKEN}") == 421
     assert _check(guard, **{**good, "origin": "http://localhost:6274.evil.test"}) == 403
+    # a present, invalid Origin is 403 whatever the Host; a good Origin with a bad Host: 421
+    assert _check(guard, **{**good, "host": "evil.test", "origin": "http://evil.test"}) == 403
+    assert _check(guard, host="evil.test", origin="http://evil.test") == 403
+    assert _check(guard, **{**good, "host": "evil.test", "origin": "http://localhost:6274"}) == 421
     assert _check(guard, **{**good, "authorization": f"Bearer {TOKEN}x"}) == 401
     assert _check(guard, **{**good, "authorization": TOKEN}) == 401
     assert _check(guard, host="127.0.0.1:8765") == 401
