@@ -8,6 +8,7 @@
   export   a dataset, imported folder or golden version as BEIR; a report as HTML
   expect   pin a report's values as expected (a deliberate commit)
   compare  two saved reports, paired by question
+  meta     every stage against the baseline across suites: pooled, prediction interval
   lint     a golden version (or write its manifest)
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from evals import cli
 from evals import stages as registry
+from evals.meta.command import add_parser as add_meta
 from evals.score import gates
 from groundkit.errors import GroundkitError
 
@@ -118,6 +120,7 @@ def build_parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
     expect.add_argument("--source", default="", help="how the values were produced")
     expect.set_defaults(handler=cli.cmd_expect)
     _add_compare(sub)
+    add_meta(sub)
     lint = sub.add_parser("lint", help="lint a golden version; one line per problem",
                           description=cli.cmd_lint.__doc__)
     lint.add_argument("path", type=Path)
