@@ -1,0 +1,88 @@
+"""The server declares what it serves and nothing else: the ``tools`` capability alone.
+
+Both protocol eras (the initialize handshake and 2026-07-28's ``server/discover``),
+in memory and over a real stdio subprocess; the methods of the undeclared
+capabilities answer JSON-RPC -32601, an unknown tool -32602 (the attack corpus
+has the hostile variants of both).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp_helpers import DOCS, MODES, session, write_tree
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, DiscoverResult, ServerCapabilities
+
+from groundkit.collection import IndexConfig, index
+from groundkit.mcp_server.server import UNSERVED, build_server
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("capabilities")
+    docs = write_tree(base / "docs", {"logs.md": DOCS["logs.md"]})
+    index("k", IndexConfig(roots=(str(docs),)), home=base / "home")
+    return base / "home"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_only_the_tools_capability_is_declared(home: Path, mode: str) -> None:
+    async def declared(client: Client) -> ServerCapabilities:
+        if mode == "legacy":
+            return client.server_capabilities  # from the initialize result
+        raw = await client.session.send_discover(mode)  # server/discover itself, not cached
+        return DiscoverResult.model_validate(raw).capabilities
+
+    found = session(build_server(home=home), declared, mode)
+    assert found.model_dump(exclude_none=True, by_alias=True).keys() == {"tools"}
+
+
+def _stdio(home: Path, *messages: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Send ``messages`` to ``grk serve`` over stdio; the reply to each request, by id.
+
+    stdin stays open until every request is answered (at EOF the server cancels what
+    is still in flight)."""
+    proc = subprocess.Popen([sys.executable, "-m", "groundkit", "serve", "--home", str(home)],
+                            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin and proc.stdout
+    replies: dict[int, dict[str, Any]] = {}
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                reply = json.loads(proc.stdout.readline())
+                replies[reply["id"]] = reply
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    return replies
+
+
+def test_over_stdio_the_undeclared_methods_are_method_not_found(home: Path) -> None:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}
+    requests = [{"jsonrpc": "2.0", "id": i, "method": m, "params": {"name": "search",
+                                                                     "uri": "file:///etc/passwd"}}
+                for i, m in enumerate(UNSERVED, 1)]
+    unknown = {"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+               "params": {"name": "../bin/sh", "arguments": {}}}
+    replies = _stdio(home, init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                     *requests, unknown)
+    assert replies[0]["result"]["capabilities"].keys() == {"tools"}
+    for i, method in enumerate(UNSERVED, 1):
+        assert replies[i]["error"]["code"] == METHOD_NOT_FOUND, (method, replies[i])
+    assert replies[99]["error"]["code"] == INVALID_PARAMS
+    assert replies[99]["error"]["message"].startswith("unknown tool '../bin/sh'; tools: search")
+    assert "result" not in replies[99]
