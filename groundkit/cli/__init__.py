@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import GroundkitError
-from . import ask, commands, maintenance, rerank, serve, watch
+from . import ask, commands, maintenance, questions, rerank, serve, watch
 from .registry import COMMANDS, EXIT_DRIFTED, EXIT_INTERRUPTED, EXIT_UNRESOLVABLE, Handler
 
 # importing them registers their commands
-_LOADED = (commands, ask, maintenance, rerank, serve, watch)
+_LOADED = (commands, ask, maintenance, questions, rerank, serve, watch)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,8 +2,10 @@
 
 ``grk calibrate`` runs a person's questions (the golden format: one JSON object a
 line with ``question`` and ``kind``; ``no_answer`` questions are the ones the
-documents cannot answer) through each mode, keeps the confidence scores of the
-no-answer ones as the mode's :class:`~groundkit.retrieval.gate.Calibration`, and
+documents cannot answer; a file split by ``grk questions split`` gives only its
+``calibration`` part, and a ``draft`` is refused) through each mode, keeps the
+confidence scores of the no-answer ones as the mode's
+:class:`~groundkit.retrieval.gate.Calibration`, and
 stores it in the collection (``meta["calibration:<mode>"]``), stamped with the
 generation, analyzer and embedding it was computed on and the questions' sha256.
 Loading a calibration whose stamp no longer matches the collection is a
@@ -32,12 +34,16 @@ KINDS = ("answerable", "ambiguous", "no_answer")
 SLACK = 0.05
 OVERSHOOT = 0.1
 """Warn when a calibration delivers more than alpha + SLACK with a chance above this."""
+CALIBRATION_PART = "calibration"
+"""A split file (``grk questions split``) calibrates on this part only, never on the test part."""
 
 
 @dataclass(frozen=True, slots=True)
 class CalibrationQuestion:
     text: str
     answerable: bool
+    part: str = ""
+    """The file's split part (``train``, ``calibration``, ``test``), "" when it has none."""
 
 
 def read_questions(path: str | Path) -> tuple[list[CalibrationQuestion], str]:
@@ -58,7 +64,13 @@ def read_questions(path: str | Path) -> tuple[list[CalibrationQuestion], str]:
                 and obj.get("kind") in KINDS):
             raise UsageError(f"{path}:{number}: a question needs a 'question' string and a "
                              f"'kind' of {', '.join(KINDS)}")
-        out.append(CalibrationQuestion(obj["question"], obj["kind"] != "no_answer"))
+        if obj.get("status") == "draft":
+            raise UsageError(f"{path}:{number}: a draft question, not yet accepted by a person "
+                             "(grk questions review accepts or drops drafts)")
+        out.append(CalibrationQuestion(obj["question"], obj["kind"] != "no_answer",
+                                       str(obj.get("split", ""))))
+    if any(q.part for q in out):  # split by grk questions split: calibrate on its part only
+        out = [q for q in out if q.part == CALIBRATION_PART]
     return out, hashlib.sha256(data).hexdigest()
 
 
@@ -134,12 +146,19 @@ def warnings(calibration: gate.Calibration) -> list[str]:
     n0, alpha = calibration.n0, calibration.alpha
     chance = gate.overshoot(n0, alpha, SLACK)
     if chance > OVERSHOOT:
-        enough = next(n for n in range(n0, 100_000) if gate.overshoot(n, alpha, SLACK) <= OVERSHOOT)
+        enough = needed_no_answer(alpha, start=n0)
         out.append(f"with {n0} no-answer questions, the false-answer rate this calibration "
                    f"delivers exceeds {alpha + SLACK:.2g} with probability {chance:.0%} (its mean "
                    f"is at most {alpha:g}); about {enough} would bring that under "
                    f"{OVERSHOOT:.0%}")
     return out
+
+
+def needed_no_answer(alpha: float = gate.ALPHA, *, start: int = 1) -> int:
+    """The fewest no-answer questions (from ``start``) whose calibration at ``alpha`` delivers
+    more than ``alpha + SLACK`` with a chance of at most OVERSHOOT (:func:`gate.overshoot`)."""
+    return next(n for n in range(max(1, start), 100_000)
+                if gate.overshoot(n, alpha, SLACK) <= OVERSHOOT and n + 1 >= 1 / alpha)
 
 
 def save(directory: Path, calibrations: Iterable[gate.Calibration]) -> None:

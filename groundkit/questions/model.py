@@ -51,6 +51,8 @@ class Question:
     conflicting: tuple[Answer, ...] = ()
     """Version 4 ``conflict`` questions: passages of a *superseded* document that answer
     the same question with a different value (judged, never gold: ``answers`` are current)."""
+    status: str = ""
+    """A person's own questions: ``draft`` until a person accepts it (then ``accepted``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +122,10 @@ RULES_V4 = Rules(traits=TRAITS_V4, fields=_V4_FIELDS, domains=True, probes=True,
                                            "conflict": 40},
                                    extracted=250))
 """Version 4 adds the ``conflict`` trait and ``conflicting`` passages (superseded documents)."""
-USER_RULES = Rules(traits=TRAITS_V4, fields=_V4_FIELDS, domains=False, probes=False,
+STATUSES: tuple[str, ...] = ("draft", "accepted")
+USER_FIELDS = _V4_FIELDS | {"split", "status"}
+"""A person's file may also carry its split part and a draft's status."""
+USER_RULES = Rules(traits=TRAITS_V4, fields=USER_FIELDS, domains=False, probes=False,
                    paraphrase_checked=False, split=False,
                    minimums=Minimums(no_answer=30, every_document_cited=False))
 """A person's own questions: every v2 field is optional, minimums are only warnings."""

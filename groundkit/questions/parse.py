@@ -13,12 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from .model import Answer, Question, Rules
+from .model import PARTS, STATUSES, Answer, Question, Rules
 
 Parsed: TypeAlias = "tuple[Question | None, list[str]]"
 _ANSWER_KEYS = frozenset({"doc_id", "quote", "occurrence"})
 _ANSWER_COUNTS = {"answerable": (1, 1), "ambiguous": (2, 10**6), "no_answer": (0, 0)}
 QUESTION_ID = r"q[0-9]{4,}"
+DRAFT = "draft"
+DRAFT_PROBLEM = "a draft, not yet accepted by a person"
 
 
 def parse_lines(text: str, where: str, documents: Mapping[str, str],
@@ -85,12 +87,29 @@ def parse_question(obj: dict[str, Any], documents: Mapping[str, str], rules: Rul
     conflicting = [resolve_span(f"{qid}: conflicting {i}", raw, documents)
                    for i, raw in enumerate(raw_conflicting, 1)]
     problems += [problem for answer, problem in conflicting if answer is None]
+    part, status = obj.get("split", ""), obj.get("status", "")
+    problems += _user_problems(qid, part, status)
     question = Question(
         id=qid, kind=kind, question=text, traits=tuple(traits), notes=notes,
         answers=tuple(a for a, _ in resolved if a is not None), domain=domain,
         probes=tuple(probes), near_miss=near_miss,
-        conflicting=tuple(a for a, _ in conflicting if a is not None))
+        conflicting=tuple(a for a, _ in conflicting if a is not None),
+        split=part if isinstance(part, str) else "", status=status if isinstance(status, str)
+        else "")
     return question, problems
+
+
+def _user_problems(qid: str, part: Any, status: Any) -> list[str]:
+    """A person's ``split`` part and ``status``: a draft is not a question yet."""
+    problems = []
+    if part != "" and part not in PARTS:
+        problems.append(f"{qid}: split {part!r} is not one of {', '.join(PARTS)}")
+    if status != "" and status not in STATUSES:
+        problems.append(f"{qid}: status {status!r} is not one of {', '.join(STATUSES)}")
+    if status == DRAFT:
+        problems.append(f"{qid}: {DRAFT_PROBLEM} (accept it with grk questions review, or "
+                        "set status accepted once you have checked it)")
+    return problems
 
 
 def resolve_span(where: str, raw: Any, documents: Mapping[str, str]) -> tuple[Answer | None, str]:

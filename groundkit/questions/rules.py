@@ -16,9 +16,12 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
+from pathlib import Path
 
 from ..errors import MissingDependencyError
 from ..text.analysis import LUCENE_STOPWORDS, Analyzer, split_tokens
@@ -32,12 +35,39 @@ REGEX_PREFIX = "re:"
 
 @cache
 def glasgow_stopwords() -> frozenset[str]:
-    """The Glasgow IR group's list (318 words) as scikit-learn ships it."""
+    """The Glasgow IR group's list (318 words) as scikit-learn ships it.
+
+    Read from scikit-learn's ``_stop_words.py`` as a literal, without importing the
+    package (seconds on a loaded machine); imported when that file is not there.
+    """
+    spec = importlib.util.find_spec("sklearn")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        words = _literal_list(Path(folder) / "feature_extraction" / "_stop_words.py")
+        if words:
+            return words
     try:
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
     except ImportError as exc:
         raise MissingDependencyError("scikit-learn", "dense", "the Glasgow stopword list") from exc
     return frozenset(ENGLISH_STOP_WORDS)
+
+
+def _literal_list(path: Path) -> frozenset[str] | None:
+    """``ENGLISH_STOP_WORDS = frozenset([...])`` of ``path`` as a set, else ``None``."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and [getattr(t, "id", "") for t in node.targets] == ["ENGLISH_STOP_WORDS"]
+                and len(node.value.args) == 1):
+            try:
+                words = ast.literal_eval(node.value.args[0])
+            except ValueError:
+                return None
+            return frozenset(words) if all(isinstance(w, str) for w in words) else None
+    return None
 
 
 @cache

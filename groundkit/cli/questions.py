@@ -1,0 +1,108 @@
+"""``grk questions``: draft, lint, split, import, export and review a question file.
+
+Each action is a nested subcommand with its own options; ``--json`` and ``--home``
+may come before or after the action's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..retrieval.gate import ALPHA
+from .registry import Handler, command, emit
+
+EXIT_LINT_ERRORS = 4
+"""``grk questions lint`` found errors (the file fails its check, as ``grk check`` does)."""
+Action = Callable[[argparse.Namespace], int]
+ACTIONS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Action]]] = {}
+
+
+def action(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], Action]],
+                                             Callable[[argparse.ArgumentParser], Action]]:
+    def wrap(configure: Callable[[argparse.ArgumentParser], Action]
+             ) -> Callable[[argparse.ArgumentParser], Action]:
+        ACTIONS[name] = (help, configure)
+        return configure
+
+    return wrap
+
+
+@command("questions", "Draft, lint, split, import, export and review your own question file.")
+def _questions(p: argparse.ArgumentParser) -> Handler:
+    sub = p.add_subparsers(dest="questions_action", metavar="ACTION", required=True)
+    for name, (help_text, configure) in ACTIONS.items():
+        nested = sub.add_parser(name, help=help_text, description=help_text)
+        nested.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
+                            help="where collections live (overrides $GROUNDKIT_HOME)")
+        nested.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                            help="machine-readable JSON on stdout")
+        nested.set_defaults(questions_run=configure(nested))
+
+    def run(args: argparse.Namespace) -> int:
+        chosen: Action = args.questions_run
+        return chosen(args)
+
+    return run
+
+
+def collection_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collection", "-c", required=True, metavar="NAME",
+                   help="the collection the quotes are spans of (as indexed now)")
+
+
+@action("lint", "Check a question file against a collection: quotes, paraphrases, duplicates, "
+        "leaks, drafts, and counts against what each measurement needs.")
+def _lint(p: argparse.ArgumentParser) -> Action:
+    p.add_argument("file", metavar="FILE", help="the question file (JSON lines)")
+    collection_argument(p)
+    p.add_argument("--alpha", type=float, default=ALPHA, metavar="A",
+                   help=f"the alpha a calibration would use (default {ALPHA})")
+    p.add_argument("--show", type=int, default=50, metavar="N",
+                   help="findings to print (default 50; --json has them all)")
+
+    def run(args: argparse.Namespace) -> int:
+        from ..questions.documents import Indexed
+        from ..questions.lint import lint
+
+        report = lint(args.file, Indexed.open(args.collection, args.home), alpha=args.alpha)
+        emit(args, report.to_dict(), lambda: print_lint(report.to_dict(), args.show))
+        if report.errors and not args.json:
+            print(f"grk questions lint: {len(report.errors)} error(s)", file=sys.stderr)
+        return EXIT_LINT_ERRORS if report.errors else 0
+
+    return run
+
+
+def print_lint(data: dict[str, Any], show: int) -> None:
+    c, m = data["counts"], data["measurements"]
+    print(f"{data['path']} on {data['collection']} (generation {data['generation']}): "
+          f"{c['questions']} questions, {data['errors']} error(s), "
+          f"{data['warnings']} warning(s)")
+    print("  kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(c["kinds"].items())))
+    if c["traits"]:
+        print("  traits: " + ", ".join(f"{k} {n}" for k, n in c["traits"].items()))
+    if c["split"]:
+        print("  split: " + ", ".join(f"{k} {n}" for k, n in c["split"].items()))
+    quotes = data["quotes"]
+    whole = sum(1 for q in quotes if q["whole_in_chunk"])
+    unique = sum(1 for q in quotes if q["occurrences"] == 1)
+    print(f"  quotes: {len(quotes)} found exactly, {unique} unique in their document, "
+          f"{whole} inside one chunk")
+    cal, delta = m["calibration"], m["ndcg10_delta"]
+    chance = cal["overshoot_chance"]
+    print(f"  calibration ({cal['part']}): {cal['no_answer']} no-answer at alpha {cal['alpha']:g}"
+          + ("" if chance is None else f": P(false-answer rate > {cal['overshoot_limit']:.2g})"
+             f" = {chance:.1%}")
+          + f"; needs {cal['needed_first']} (and stays under from {cal['needed_steady']})")
+    width = delta["ci95_width"]
+    print(f"  nDCG@10 delta ({delta['part']}): {delta['answerable']} answerable: "
+          + ("too few for an interval" if width is None else
+             f"expected 95% interval ±{width / 2:.3f} (per-question sd {delta['sd_assumed']}; "
+             f"worst case ±{delta['ci95_width_worst_case'] / 2:.3f})"))
+    for f in data["findings"][:show]:
+        print(f"{f['level']}: {f['message']}")
+    if len(data["findings"]) > show:
+        print(f"… and {len(data['findings']) - show} more (--show N, or --json)")
