@@ -33,9 +33,11 @@ variance from it alone would give a suite near-infinite weight)."""
 
 def meta_analysis(paths: Sequence[str | Path], *, measure: str = DEFAULT_MEASURE,
                   method: str = "dl", confidence: float = 0.95, domains: bool = True,
-                  stages: Sequence[str] | None = None) -> dict[str, Any]:
+                  stages: Sequence[str] | None = None, regression: bool = False
+                  ) -> dict[str, Any]:
     """The comparisons of every stage (or of ``stages``) with the baseline over the suites
-    of the reports at ``paths``, canonical (rounded floats, stable order)."""
+    of the reports at ``paths``, canonical (rounded floats, stable order); ``regression``
+    adds each comparison's exploratory meta-regression (:mod:`.regression`)."""
     if not paths:
         raise UsageError("meta needs at least one report")
     if not 0 < confidence < 1:
@@ -55,6 +57,12 @@ def meta_analysis(paths: Sequence[str | Path], *, measure: str = DEFAULT_MEASURE
         names = list(stages)
     comparisons = [_comparison(kept, name, baselines[0], method=method,
                                confidence=confidence) for name in names]
+    if regression:
+        from .regression import explore
+
+        features = {s.name: s.features for s in kept}
+        for c in comparisons:
+            c["regression"] = explore(c, features, confidence=confidence)
     result: dict[str, Any] = canonical({
         "measure": measure,
         "method": method,

@@ -28,6 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                       help="only these stages (default: every one beside the baseline)")
     meta.add_argument("--whole", action="store_true",
                       help="keep a report with domains as one suite instead of one per domain")
+    meta.add_argument("--regression", action="store_true",
+                      help="also fit the exploratory meta-regression of each stage's effect "
+                      "on suite features (one at a time; described, never gated)")
     meta.add_argument("--html", metavar="FILE", help="also write the HTML page (forest plots)")
     meta.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     meta.add_argument("--expected", metavar="FILE",
@@ -43,12 +46,14 @@ def cmd_meta(args: argparse.Namespace) -> int:
     random-effects estimate with tau^2, I^2 and the prediction interval for a new
     collection, and a verdict word per comparison."""
     from . import gates
-    from .text import decisions_table, suites_table
+    from .text import decisions_table, regression_table, suites_table
 
     result = meta_analysis(args.reports, measure=args.measure, method=args.method,
                            confidence=args.confidence, domains=not args.whole,
-                           stages=args.stages)
+                           stages=args.stages, regression=args.regression)
     sys.stdout.write(decisions_table(result) + "\n" + suites_table(result))
+    if args.regression:
+        sys.stdout.write("\n" + regression_table(result))
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -51,3 +51,18 @@ def suites_table(result: Mapping[str, Any]) -> str:
                          f"{_interval(row['ci_low'], row['ci_high']):>18}  w {weight}")
         lines += [f"  {x['suite']:<28} left out: {x['reason']}" for x in c["left_out"]]
     return "\n".join(lines) + "\n"
+
+
+def regression_table(result: Mapping[str, Any]) -> str:
+    """Each comparison's exploratory meta-regression: slope per feature, its interval."""
+    lines = ["EXPLORATORY meta-regression (one feature at a time; a description, not a "
+             "decision): slope of the effect per unit of the feature"]
+    for c in result["comparisons"]:
+        for name, fit in (c.get("regression") or {}).items():
+            if not fit["fitted"]:
+                lines.append(f"  {c['stage']:<18} {name:<18} not fitted: {fit['reason']}")
+                continue
+            lines.append(f"  {c['stage']:<18} {name:<18} k={fit['k']:<3} slope "
+                         f"{fit['slope']:>+8.4f} {_interval(fit['ci_low'], fit['ci_high']):>18}"
+                         f"  p {fit['p_value']:.3f}  tau2_res {fit['tau2_res']:.5f}")
+    return "\n".join(lines) + "\n"

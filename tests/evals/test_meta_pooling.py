@@ -134,3 +134,18 @@ def test_the_verdict_words_follow_their_rules_in_order():
     assert verdict(_pooled(q_p_value=0.2), split) == "no evidence"  # suites agree enough
     assert verdict(_pooled(), same_side) == "no evidence"  # no suite significantly below
     assert verdict(_pooled(k=2, pi_low=None, pi_high=None), split) == "too few suites"
+
+
+def test_the_meta_regression_recovers_a_known_slope_and_with_no_feature_is_dersimonian_laird():
+    from evals.meta.regression import fit, residual_tau2
+
+    feature = np.linspace(0, 1, 8)
+    exact = fit(0.1 + 0.3 * feature, np.full(8, 0.001), feature)
+    y, v = bcg_log_risk_ratios()
+
+    assert exact["slope"] == pytest.approx(0.3) and exact["intercept"] == pytest.approx(0.1)
+    assert exact["tau2_res"] == 0.0
+    assert exact["se"] == pytest.approx(math.sqrt(0.001 / np.sum((feature - 0.5) ** 2)))
+    assert residual_tau2(np.array(y), np.array(v), np.ones((13, 1))) == pytest.approx(
+        pool(y, v).tau2, abs=1e-12)
+    assert fit([0.1] * 4, [0.01] * 4, [1, 2, 3, 4])["fitted"] is False
