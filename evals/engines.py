@@ -12,7 +12,7 @@ stage that collapses them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ from groundkit.retrieval.base import Resources, Retriever, Scored
 from groundkit.retrieval.bm25 import BM25Params
 from groundkit.retrieval.collapse import CollapsedRetriever
 from groundkit.retrieval.fusion import FusionRetriever
-from groundkit.retrieval.modes import make_retriever
+from groundkit.retrieval.modes import make_retriever, mode
 from groundkit.text.analysis import Analyzer
 
 Ranked = list[tuple[int, float]]
@@ -191,7 +191,7 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
     :class:`Remembered` there, so stages over the same collection search each once.
     """
     if stage.engine == "groundkit":
-        retriever = make_retriever(resources, stage.mode, stage.options)
+        retriever = make_retriever(resources, stage.mode, pinned_exact(stage.mode, stage.options))
         if shared is None:
             return retriever
         if isinstance(retriever, FusionRetriever):
@@ -205,6 +205,13 @@ def stage_retriever(stage: Stage, resources: Resources, analyzer: Analyzer, para
         return lucene.LuceneRetriever(unit_texts(), analyzer, params,
                                       own_analysis=stage.options.get("terms") != "groundkit")
     raise UsageError(f"stage {stage.name!r}: engine {stage.engine!r} does not rank units")
+
+
+def pinned_exact(mode_name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with ``exact=True`` for modes that take it: the harness always searches
+    dense vectors exactly, so its numbers never depend on an approximate index (ADR-0015)."""
+    takes = {o.name for o in mode(mode_name).options}
+    return {**options, "exact": True} if "exact" in takes else dict(options)
 
 
 def analysis_of(retriever: Retriever) -> dict[str, Any]:

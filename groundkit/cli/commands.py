@@ -18,6 +18,8 @@ from ..collection import (
 from ..errors import UsageError
 from ..model import Status
 from ..progress import ProgressBar
+from ..retrieval.ann import MODES as ANN_MODES
+from ..retrieval.ann import THRESHOLD as ANN_THRESHOLD
 from ..retrieval.bm25 import BM25Params
 from ..retrieval.gate import ALPHA
 from ..retrieval.modes import MODES
@@ -112,6 +114,9 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    "(offline, extra 'dense'), onnx:all-MiniLM-L6-v2-int8 (the same model "
                    "int8 on ONNX Runtime, offline, extra 'onnx') or ollama:nomic-embed-text "
                    "(extra 'ollama'); only new chunks are embedded on re-index")
+    p.add_argument("--ann", choices=ANN_MODES, default=None,
+                   help="with --embed: an approximate dense index in the generation; auto "
+                   f"(default) above {ANN_THRESHOLD:,} vectors, on (any size), off (exact only)")
     p.add_argument("--ollama-host", metavar="URL",
                    help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
     p.add_argument("--watch", action="store_true",
@@ -142,12 +147,15 @@ def _embedding(args: argparse.Namespace) -> dict[str, Any]:
     if not args.embed:
         if args.ollama_host:
             raise UsageError("--ollama-host only applies with --embed ollama:MODEL")
+        if args.ann is not None:
+            raise UsageError("--ann only applies with --embed PROVIDER:MODEL")
         return {}
     from ..embeddings import make_provider
 
     options = {"host": args.ollama_host} if args.ollama_host else {}
     make_provider(args.embed, **options)  # validates the spec and options before indexing
-    return {"embedding": {"spec": args.embed, "options": options}}
+    ann = {"ann": args.ann} if args.ann not in (None, "auto") else {}
+    return {"embedding": {"spec": args.embed, "options": options}, **ann}
 
 
 @command("fetch", "Re-read a cited chunk now: verified, drifted or unresolvable.")

@@ -22,6 +22,9 @@ def mode_arguments(p: argparse.ArgumentParser) -> None:
                                                for f in FUSIONS.values()))
     p.add_argument("--rrf-k", type=int, default=hybrid["rrf_k"], metavar="K",
                    help=f"hybrid: Reciprocal Rank Fusion constant (default {hybrid['rrf_k']})")
+    p.add_argument("--exact", action="store_true",
+                   help="dense, hybrid: exact cosine over every vector even where the "
+                   "generation has an approximate index (built above a size: grk index --ann)")
 
 
 def abstain_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,5 +38,6 @@ def abstain_arguments(p: argparse.ArgumentParser) -> None:
 
 def mode_options(args: argparse.Namespace) -> dict[str, Any]:
     """The chosen mode's options, from the flags that carry them."""
-    flags = {"embed_model": args.embed_model, "fusion": args.fusion, "rrf_k": args.rrf_k}
+    flags = {"embed_model": args.embed_model, "fusion": args.fusion, "rrf_k": args.rrf_k,
+             "exact": args.exact}
     return {o.name: flags[o.name] for o in MODES[args.mode].options if o.name in flags}

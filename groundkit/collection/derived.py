@@ -158,6 +158,8 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
     Vectors of chunks already embedded in the previous generation (same chunk
     id, same embedding identity, files intact) are reused and only new chunks are
     embedded; with ``reuse=False`` (``grk index --rebuild``) every chunk is embedded.
+    Above :data:`~groundkit.retrieval.ann.THRESHOLD` chunks (or as ``settings["ann"]``
+    says: ``on``, ``off``) the store also gets an approximate index, built anew.
     With an ``executor`` the batches are embedded where it runs work (Ray actors).
     """
 
@@ -166,6 +168,7 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
         embedding = settings.get("embedding")
         if not embedding:
             return
+        from ..retrieval import ann
         from ..retrieval.vectors import VectorStore
 
         provider = (document_provider(embedding) if executor is None
@@ -181,7 +184,8 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
             VectorStore.build(gen_dir / VECTORS, stamp(settings, generation),
                               provider.identity, [c.chunk_id for c in chunks],
                               [c.text for c in chunks], provider, previous=previous,
-                              progress=embed_progress)
+                              progress=embed_progress,
+                              ann=ann.choose(str(settings.get("ann", "auto")), len(chunks)))
         finally:
             provider.close()
 

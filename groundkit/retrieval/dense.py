@@ -3,8 +3,9 @@
 :class:`QueryEmbedder` embeds queries with the model the collection was indexed
 with and keeps the most recent :data:`QUERY_CACHE` vectors (the harness asks
 each question once per stage; :meth:`QueryEmbedder.prime` embeds many in one
-batch). :class:`DenseRetriever` searches exactly (cosine over every vector) and
-abstains only with ``score_threshold``, a cosine threshold.
+batch). :class:`DenseRetriever` searches exactly (cosine over every vector), or over
+the candidates of the store's approximate index where it has one and ``exact`` is
+false (:mod:`.ann`), and abstains only with ``score_threshold``, a cosine threshold.
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ class DenseRetriever:
     name = "dense"
 
     def __init__(self, store: VectorStore, embedder: QueryVectors,
-                 positions: Mapping[str, int]) -> None:
+                 positions: Mapping[str, int], *, exact: bool = False) -> None:
         store.check_identity(embedder.identity)
         self.store = store
+        self.exact = exact
         self.embedder = embedder
         self.positions = positions
 
@@ -70,7 +72,8 @@ class DenseRetriever:
         """``[(chunk_id, cosine)]``, best first; ``[]`` for a blank query."""
         if not query.strip():
             return []
-        return self.store.search(self.embedder.vector(query), depth, score_threshold)
+        return self.store.search(self.embedder.vector(query), depth, score_threshold,
+                                 exact=self.exact)
 
     def pairs(self, query: str, top_k: int) -> list[tuple[int, float]]:
         """:meth:`search`'s ranking as ``(position, score)`` pairs, no hits built."""

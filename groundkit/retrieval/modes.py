@@ -51,6 +51,9 @@ class Mode:
 
 EMBED_MODEL = Option(name="embed_model", default=None,
                      help="embedding model PROVIDER:MODEL; must match the index")
+EXACT = Option(name="exact", default=False,
+               help="exact cosine over every vector even where the generation has an "
+               "approximate index (ADR-0015)")
 
 
 def _bm25(resources: Resources, options: Mapping[str, Any]) -> Retriever:
@@ -60,7 +63,8 @@ def _bm25(resources: Resources, options: Mapping[str, Any]) -> Retriever:
 def _dense(resources: Resources, options: Mapping[str, Any]) -> DenseRetriever:
     check_embedding(resources, options.get("embed_model"))
     embedder = resources.query_embedder()
-    return DenseRetriever(resources.vectors(embedder.identity), embedder, resources.positions())
+    return DenseRetriever(resources.vectors(embedder.identity), embedder, resources.positions(),
+                          exact=bool(options.get("exact", False)))
 
 
 def _hybrid(resources: Resources, options: Mapping[str, Any]) -> Retriever:
@@ -74,11 +78,11 @@ MODES: Mapping[str, Mode] = {
     "bm25": Mode(name="bm25", embedding=False, threshold=True, build=_bm25,
                  description="lexical BM25 (default; zero setup; abstains when nothing matches)"),
     "dense": Mode(name="dense", embedding=True, threshold=True, build=_dense,
-                  options=(EMBED_MODEL,),
+                  options=(EMBED_MODEL, EXACT),
                   description="embedding cosine similarity (needs an embedding index; abstains "
                   "only with a score threshold)"),
     "hybrid": Mode(name="hybrid", embedding=True, threshold=False, build=_hybrid,
-                   options=(EMBED_MODEL,
+                   options=(EMBED_MODEL, EXACT,
                             Option(name="fusion", default="rrf", choices=tuple(FUSIONS),
                                    help="how the bm25 and dense lists are fused"),
                             Option(name="rrf_k", default=DEFAULT_K,

@@ -30,6 +30,8 @@ import numpy as np
 
 from ..embeddings import EmbeddingIdentity
 from ..errors import IndexMismatchError, MissingDependencyError, UsageError
+from .ann import AnnParams
+from .ann import build as build_ann
 
 FORMAT = "groundkit.vectors"
 FORMAT_VERSION = 1
@@ -39,7 +41,8 @@ MATRIX = "vectors.npy"
 IDS = "chunk_ids.json"
 
 
-def _lancedb() -> Any:
+def lancedb_module() -> Any:
+    """``lancedb``, or the extra to install."""
     try:
         import lancedb
     except ImportError as exc:
@@ -53,10 +56,13 @@ def write_atomically(
     identity: EmbeddingIdentity,
     ids: list[str],
     vectors: np.ndarray,
+    ann: AnnParams | None = None,
 ) -> None:
+    """Write the store's files into a temporary sibling and rename it to ``directory``;
+    with ``ann``, also the approximate index on the table (:mod:`.ann`)."""
     import pyarrow as pa
 
-    lancedb = _lancedb()
+    lancedb = lancedb_module()
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = directory.parent / f".{directory.name}.tmp-{uuid.uuid4().hex}"
     try:
@@ -67,7 +73,7 @@ def write_atomically(
         flat = pa.array(vectors.reshape(-1), type=pa.float32())
         column = pa.FixedSizeListArray.from_arrays(flat, identity.dimension)
         table = pa.Table.from_arrays([pa.array(ids, type=pa.string()), column], schema=schema)
-        lancedb.connect(str(tmp)).create_table(TABLE, data=table, schema=schema)
+        created = lancedb.connect(str(tmp)).create_table(TABLE, data=table, schema=schema)
         matrix = _npy(np.ascontiguousarray(vectors, dtype=np.float32))
         listed = json.dumps(ids).encode()
         (tmp / MATRIX).write_bytes(matrix)
@@ -82,6 +88,9 @@ def write_atomically(
             "matrix": {"file": MATRIX, "sha256": _sha256(matrix),
                        "ids": IDS, "ids_sha256": _sha256(listed)},
         }
+        if ann is not None:
+            meta["ann"] = build_ann(created, tmp / f"{TABLE}.lance", ann, rows=len(ids),
+                                    stamp=stamp, identity=identity.to_dict())
         (tmp / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
         swap_into_place(tmp, directory)
     finally:
@@ -207,7 +216,7 @@ def _npy(matrix: np.ndarray) -> bytes:
 
 def load_table(directory: Path, dimension: int) -> tuple[list[str], np.ndarray]:
     """The LanceDB table's chunk ids and vectors."""
-    lancedb = _lancedb()
+    lancedb = lancedb_module()
     try:
         table = lancedb.connect(str(directory)).open_table(TABLE).to_arrow()
         ids = table.column("chunk_id").to_pylist()

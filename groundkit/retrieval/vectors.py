@@ -20,11 +20,15 @@ against 138.7 ms with LanceDB's flat ``table.search()`` (same top 10 for 20 of
 Vectors are L2-normalised, so the dot product *is* the cosine similarity, and
 ``score_threshold`` is a cosine threshold. Ties are broken by ``chunk_id``.
 
+Above a size a store also carries an approximate index (:mod:`.ann`, ADR-0015):
+search then scores only the index's candidates (exactly), unless ``exact=True``.
+
 ``lancedb`` and ``pyarrow`` are imported lazily (extra ``dense``).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,7 @@ from .. import faults
 from ..embeddings import EmbeddingIdentity, EmbeddingProvider, l2_normalize
 from ..errors import IndexMismatchError, UsageError
 from . import vector_files
+from .ann import AnnIndex, AnnParams
 
 EMBED_BATCH = 256
 
@@ -64,6 +69,7 @@ class VectorStore:
         chunk_ids: Sequence[str],
         vectors: np.ndarray,
         stats: BuildStats | None = None,
+        ann: Mapping[str, Any] | None = None,
     ) -> None:
         self.directory = directory
         self.stamp = dict(stamp)
@@ -72,6 +78,10 @@ class VectorStore:
         self.vectors = vectors
         self.stats = stats
         self._row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
+        self.ann_entry = dict(ann) if ann is not None else None
+        """``meta.json``'s ``ann`` entry when the store has an approximate index."""
+        self._ann: AnnIndex | None = None
+        self._ann_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
@@ -99,13 +109,15 @@ class VectorStore:
         previous: VectorStore | None = None,
         progress: Progress | None = None,
         batch_size: int = EMBED_BATCH,
+        ann: AnnParams | None = None,
     ) -> VectorStore:
         """Embed ``texts`` (document kind) and write a store for ``chunk_ids``.
 
         Chunks already in ``previous`` (same ``chunk_id``, same identity) keep
         their vectors: a chunk id names an exact span of exact file content, so
         its text is unchanged. Only the rest are sent to ``provider``, in
-        batches of ``batch_size``; ``progress`` hears about each batch.
+        batches of ``batch_size``; ``progress`` hears about each batch. With
+        ``ann`` the store also gets an approximate index (:mod:`.ann`).
         """
         directory = Path(directory)
         _check_build_inputs(identity, chunk_ids, texts, provider, batch_size)
@@ -123,8 +135,9 @@ class VectorStore:
         _embed_rows(vectors, todo, [texts[order[r]] for r in todo], provider, batch_size, progress)
         stats = BuildStats(rows=len(ids), reused=len(ids) - len(todo), embedded=len(todo))
         faults.point("derived.vectors")
-        vector_files.write_atomically(directory, dict(stamp), identity, ids, vectors)
+        vector_files.write_atomically(directory, dict(stamp), identity, ids, vectors, ann)
         vectors.flags.writeable = False
+        entry = vector_files.read_meta(directory).get("ann") if ann is not None else None
         return cls(
             directory=directory,
             stamp=stamp,
@@ -132,6 +145,7 @@ class VectorStore:
             chunk_ids=ids,
             vectors=vectors,
             stats=stats,
+            ann=entry,
         )
 
     # ------------------------------------------------------------------- open
@@ -157,7 +171,19 @@ class VectorStore:
             identity=stored,
             chunk_ids=ids,
             vectors=vectors,
+            ann=meta.get("ann"),
         )
+
+    def approximate(self) -> AnnIndex | None:
+        """The store's approximate index, opened (and checked) once; ``None`` without one."""
+        if self.ann_entry is None:
+            return None
+        with self._ann_lock:
+            if self._ann is None:
+                self._ann = AnnIndex.open(
+                    self.directory / f"{vector_files.TABLE}.lance", self.ann_entry,
+                    rows=len(self), stamp=self.stamp, identity=self.identity.to_dict())
+        return self._ann
 
     # ----------------------------------------------------------------- search
 
@@ -172,11 +198,15 @@ class VectorStore:
         query_vector: np.ndarray | Sequence[float],
         top_k: int,
         score_threshold: float | None = None,
+        *,
+        exact: bool = False,
     ) -> list[tuple[str, float]]:
-        """``[(chunk_id, cosine)]``, best first; exact; ties broken by ``chunk_id``.
+        """``[(chunk_id, cosine)]``, best first; ties broken by ``chunk_id``.
 
-        ``score_threshold`` drops hits whose cosine similarity is below it, so
-        the result may be empty (abstention).
+        Exact over every vector, unless the store has an approximate index and
+        ``exact`` is false: then over the index's candidates, still scored exactly
+        (:mod:`.ann`). ``score_threshold`` drops hits whose cosine similarity is
+        below it, so the result may be empty (abstention).
         """
         query = _query_vector(query_vector, self.identity.dimension)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
@@ -185,12 +215,27 @@ class VectorStore:
             raise UsageError(f"score_threshold must be a finite number, got {score_threshold!r}")
         if not len(self):
             return []
-        scores = _cosines(self.vectors, query)
-        rows = _top_rows(scores, top_k)
-        hits = [(self.chunk_ids[r], float(scores[r])) for r in rows]
+        index = None if exact else self.approximate()
+        if index is None:
+            scores = _cosines(self.vectors, query)
+            rows = _top_rows(scores, top_k)
+            hits = [(self.chunk_ids[r], float(scores[r])) for r in rows]
+        else:
+            hits = self._rescored(index.candidates(query, top_k), query, top_k)
         if score_threshold is not None:
             hits = [hit for hit in hits if hit[1] >= score_threshold]
         return hits
+
+    def _rescored(self, candidates: list[str], query: np.ndarray,
+                  top_k: int) -> list[tuple[str, float]]:
+        """The ``top_k`` of ``candidates`` by exact cosine, ties in ``chunk_id`` order."""
+        try:
+            rows = np.array(sorted({self._row_of[cid] for cid in candidates}), dtype=np.int64)
+        except KeyError as exc:
+            raise IndexMismatchError(f"the ANN index of vector store {self.directory} returned "
+                                     f"chunk {exc} the store does not hold; re-index") from exc
+        scores = _cosines(self.vectors[rows], query)
+        return [(self.chunk_ids[rows[r]], float(scores[r])) for r in _top_rows(scores, top_k)]
 
     def cosines(self, query_vector: np.ndarray | Sequence[float]) -> np.ndarray:
         """The query's cosine to every stored vector, in row (``chunk_ids``) order."""
