@@ -6,7 +6,8 @@ What runs where:
   indexer's order. A task reads and hashes each file, picks its extractor, decodes or
   extracts and chunks it — :func:`.ingest.read_jobs` and :func:`.ingest.prepare`, the code
   the in-process path runs — analyses its chunks' BM25 terms (tokenising, stopwords,
-  stemming: :func:`~groundkit.retrieval.bm25_tokens.term_bags`, the build's own code) and
+  stemming: :class:`~groundkit.retrieval.bm25_tokens.BagMaker`, the build's own code,
+  one per worker process so a token is stemmed once per worker) and
   returns the results with the files it could not read, in order, and the chunks' term bags
   (the partition's distinct terms and one array of term numbers). The files are read where
   the task runs: every node needs the documents at the same path (a shared filesystem).
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GroundkitError, MissingDependencyError
-from ..retrieval.bm25_tokens import TermBags, term_bags
+from ..retrieval.bm25_tokens import BagMaker, TermBags
 from ..sources import Candidate, Skipped
 from ..text.analysis import Analyzer
 from ..text.chunking import ChunkerConfig
@@ -81,11 +82,14 @@ class RayExecutor:
 
     ``address`` is a cluster's (``HOST:PORT`` or ``ray://...``); ``None`` attaches to the
     cluster ``RAY_ADDRESS`` names or one started on this machine, else starts a local Ray.
-    When this process is already connected to Ray, that connection is used.
+    When this process is already connected to Ray, that connection is used. With
+    ``analyse=False`` the tasks only chunk and the driver analyses every chunk's BM25 terms
+    (the layout before the analysis moved to the tasks; ``bench/bench_ray_index.py``).
     """
 
     def __init__(self, address: str | None = None, *, max_retries: int = MAX_RETRIES,
-                 partition_files: int = PARTITION_FILES, workers: int | None = None) -> None:
+                 partition_files: int = PARTITION_FILES, workers: int | None = None,
+                 analyse: bool = True) -> None:
         self._ray = import_ray()
         self._started = not self._ray.is_initialized()
         if self._started:
@@ -96,6 +100,7 @@ class RayExecutor:
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         self.workers = max(1, workers if workers is not None else cpus)
         self._die = os.environ.get(DIE_VARIABLE) or None
+        self.analyse = analyse
         self._analysed: Analysed | None = None
 
     def prepared(
@@ -103,7 +108,7 @@ class RayExecutor:
         skipped: list[Skipped], name: str, chunker: ChunkerConfig,
         settings: Mapping[str, Any] | None = None,
     ) -> Generator[ingest.Prepared, None, None]:
-        analyzer = None if settings is None else analyzer_of(settings)
+        analyzer = None if settings is None or not self.analyse else analyzer_of(settings)
         self._analysed = None if analyzer is None else Analysed(analyzer)
         task = self._ray.remote(num_cpus=1, max_retries=self.max_retries)(prepare_partition)
         window: deque[Any] = deque()
@@ -173,7 +178,15 @@ def prepare_partition(
         return outcomes, None
     texts = [str(row[TEXT]) for done in outcomes if isinstance(done, ingest.Prepared)
              for row in done.rows]
-    return outcomes, term_bags(texts, analyzer)
+    maker = _MAKERS.get(analyzer)
+    if maker is None:
+        _MAKERS.clear()
+        maker = _MAKERS[analyzer] = BagMaker(analyzer)
+    return outcomes, maker.make(texts)
+
+
+_MAKERS: dict[Analyzer, BagMaker] = {}
+"""This worker process's bag maker: its chunk table outlives a task (stems once per worker)."""
 
 
 class _Into(list[Skipped]):

@@ -303,9 +303,34 @@ class TermBags(NamedTuple):
 def term_bags(texts: Sequence[str], analyzer: Analyzer) -> TermBags:
     """The :class:`TermBags` of ``texts``: each text's terms are those
     :meth:`Analyzer.analyze` gives it (what a build analyses it into)."""
-    term_ids: dict[str, int] = {}
-    tids, docs = batch_term_ids(texts, ChunkTerms(analyzer, term_ids), analyzer.lowercase)
-    order = np.argsort(docs, kind="stable")
-    ends = np.cumsum(np.bincount(docs, minlength=len(texts)), dtype=np.int64)
-    small = len(term_ids) <= 2**16
-    return TermBags(tuple(term_ids), tids[order].astype(np.uint16 if small else np.int32), ends)
+    return BagMaker(analyzer).make(texts)
+
+
+class BagMaker:
+    """Makes :class:`TermBags` batch after batch, remembering each chunk it has analysed
+    (a Ray worker keeps one across its tasks: each distinct token is stemmed once per worker,
+    as once per build in one process), up to :data:`MAX_TERMS` terms, then starting afresh."""
+
+    MAX_TERMS = 2_000_000
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
+        self._reset()
+
+    def _reset(self) -> None:
+        self._term_ids: dict[str, int] = {}
+        self._terms: list[str] = []
+        self._chunks = ChunkTerms(self.analyzer, self._term_ids)
+
+    def make(self, texts: Sequence[str]) -> TermBags:
+        if len(self._term_ids) > self.MAX_TERMS:
+            self._reset()
+        tids, docs = batch_term_ids(texts, self._chunks, self.analyzer.lowercase)
+        if len(self._terms) < len(self._term_ids):
+            self._terms.extend(islice(self._term_ids, len(self._terms), None))
+        used, local = np.unique(tids, return_inverse=True)
+        order = np.argsort(docs, kind="stable")
+        ends = np.cumsum(np.bincount(docs, minlength=len(texts)), dtype=np.int64)
+        terms = self._terms
+        return TermBags(tuple(terms[i] for i in used.tolist()),
+                        local[order].astype(np.uint16 if len(used) <= 2**16 else np.int32), ends)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from groundkit.collection.home import collection_dir
 from groundkit.errors import MissingDependencyError
 from groundkit.retrieval.bm25 import BM25Index
 from groundkit.retrieval.bm25_build import Bag
-from groundkit.retrieval.bm25_tokens import term_bags
+from groundkit.retrieval.bm25_tokens import BagMaker, term_bags
 from groundkit.text.analysis import Analyzer
 
 QUERIES = ("deployment logs", "the on-call engineer", "section 7 quarterly budget", "zebra")
@@ -100,8 +101,9 @@ WORDS = ("the", "running", "runners", "ran", "café", "naïve", "東京都", "da
 def test_term_bags_build_the_index_the_texts_build(analyzer: Analyzer) -> None:
     rng = random.Random(7)
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 40))) for _ in range(600)]
-    parts = [(start, term_bags(texts[start:start + 37], analyzer))
-             for start in range(0, len(texts), 37)]
+    maker = BagMaker(analyzer)  # as a Ray worker keeps one across its tasks
+    parts = [(start, (maker.make if start % 2 else partial(term_bags, analyzer=analyzer))(
+        texts[start:start + 37])) for start in range(0, len(texts), 37)]
     for start, bags in parts:  # each text's bag: the terms analyze gives it, as a multiset
         for i, text in enumerate(texts[start:start + 37]):
             lo = int(bags.ends[i - 1]) if i else 0
