@@ -7,7 +7,9 @@ may come before or after the action's name.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -106,3 +108,91 @@ def print_lint(data: dict[str, Any], show: int) -> None:
         print(f"{f['level']}: {f['message']}")
     if len(data["findings"]) > show:
         print(f"… and {len(data['findings']) - show} more (--show N, or --json)")
+
+
+def write_rows(path: str, rows: list[dict[str, Any]], *, force: bool = False) -> None:
+    """Question lines to ``path`` (refusing to replace a file unless ``force``)."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    target = Path(path)
+    if target.exists() and not force:
+        raise UsageError(f"{path} exists; choose another --out or pass --force to replace it")
+    target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                      encoding="utf-8")
+
+
+@action("draft", "Draft a question file from the collection: sampled passages with exact "
+        "quotes and empty questions, and no-answer drafts with probes and a near miss.")
+def _draft(p: argparse.ArgumentParser) -> Action:
+    collection_argument(p)
+    p.add_argument("--n", type=int, default=50, metavar="N",
+                   help="passages to draft answerable questions for (default 50)")
+    p.add_argument("--no-answer", type=int, metavar="N",
+                   help="no-answer drafts (default N / 5)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="the sample's seed (default 0; the same seed, the same drafts)")
+    p.add_argument("--out", metavar="FILE", help="write the drafts here (default: stdout)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--llm", metavar="ollama:MODEL", help="a chat model proposes each "
+                   "question, a paraphrase and a near miss (all kept as drafts)")
+    p.add_argument("--ollama-host", metavar="URL",
+                   help="Ollama server for --llm (default http://127.0.0.1:11434)")
+
+    def run(args: argparse.Namespace) -> int:
+        from ..errors import UsageError
+        from ..questions.draft import draft
+
+        if args.n < 1 or (args.no_answer is not None and args.no_answer < 0):
+            raise UsageError("--n must be at least 1 and --no-answer at least 0")
+        if args.ollama_host and not args.llm:
+            raise UsageError("--ollama-host only applies with --llm ollama:MODEL")
+        chat = _chat(args) if args.llm else None  # a bad --llm fails before sampling
+        try:
+            rows = draft(args.collection, n=args.n, no_answer=args.no_answer, seed=args.seed,
+                         home=args.home)
+        except BaseException:
+            if chat is not None:
+                chat.close()
+            raise
+        if chat is not None:
+            from ..questions.propose import propose
+
+            try:
+                rows = propose(rows, chat, args.llm)
+            finally:
+                chat.close()
+        if args.out is None:
+            for row in rows:
+                print(json.dumps(row, ensure_ascii=False))
+            return 0
+        write_rows(args.out, rows, force=args.force)
+        summary = draft_summary(rows, args.out)
+        emit(args, summary, lambda: print_draft(summary, args))
+        return 0
+
+    return run
+
+
+def _chat(args: argparse.Namespace) -> Any:
+    from ..answer.llm import ChatModel, parse_llm
+
+    _, model = parse_llm(args.llm)
+    return ChatModel(model, **({"host": args.ollama_host} if args.ollama_host else {}))
+
+
+def draft_summary(rows: list[dict[str, Any]], out: str) -> dict[str, Any]:
+    passages = [r["answers"][0] for r in rows if r["kind"] != "no_answer" and r["answers"]]
+    return {"out": out, "entries": len(rows), "passages": len(passages),
+            "documents": len({a["doc_id"] for a in passages}),
+            "kinds": dict(sorted(Counter(r["kind"] for r in rows).items())),
+            "proposed": sum(1 for r in rows if r["question"])}
+
+
+def print_draft(s: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"wrote {s['entries']} drafts to {s['out']}: {s['passages']} passages from "
+          f"{s['documents']} documents; " + ", ".join(f"{k} {n}" for k, n in s["kinds"].items())
+          + (f"; {s['proposed']} with a proposed question" if s["proposed"] else ""))
+    print(f"next: grk questions review {s['out']} -c {args.collection} (write or accept each "
+          f"question), then grk questions lint {s['out']} -c {args.collection}")
