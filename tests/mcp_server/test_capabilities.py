@@ -1,7 +1,7 @@
 """The server declares what it serves and nothing else: the ``tools`` capability alone.
 
 Both protocol eras (the initialize handshake and 2026-07-28's ``server/discover``),
-in memory and over a real stdio subprocess; the methods of the undeclared
+in memory, over a real stdio subprocess and over HTTP; the methods of the undeclared
 capabilities answer JSON-RPC -32601, an unknown tool -32602 (the attack corpus
 has the hostile variants of both).
 """
@@ -11,11 +11,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
+from attack_helpers import TOKEN, http_server
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_helpers import DOCS, MODES, session, write_tree
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, DiscoverResult, ServerCapabilities
 
@@ -86,3 +92,31 @@ def test_over_stdio_the_undeclared_methods_are_method_not_found(home: Path) -> N
     assert replies[99]["error"]["code"] == INVALID_PARAMS
     assert replies[99]["error"]["message"].startswith("unknown tool '../bin/sh'; tools: search")
     assert "result" not in replies[99]
+
+
+def _errors(group: BaseExceptionGroup[MCPError]) -> list[MCPError]:
+    return [leaf for exc in group.exceptions
+            for leaf in (_errors(exc) if isinstance(exc, BaseExceptionGroup) else [exc])]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_over_http_an_unknown_tool_and_a_prompt_are_protocol_errors(
+        home: Path, mode: str, tmp_path: Path) -> None:
+    async def code_of(url: str, request: Callable[[Client], Awaitable[Any]]) -> int:
+        async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},
+                                       timeout=60) as http,
+                    Client(streamable_http_client(url, http_client=http), mode=mode) as client):
+            raised: list[MCPError] = []
+            try:
+                answer = await request(client)
+            except* MCPError as group:
+                raised = _errors(group)
+            else:
+                raise AssertionError(f"answered {answer!r}")
+            [exc] = raised
+            return exc.code
+
+    with http_server(home, tmp_path / "serve.log") as server:
+        assert anyio.run(code_of, server.url, lambda c: c.call_tool("nope", {})) == INVALID_PARAMS
+        assert anyio.run(code_of, server.url, lambda c: c.get_prompt("search")) == \
+            METHOD_NOT_FOUND
