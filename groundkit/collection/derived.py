@@ -15,6 +15,7 @@ Every file under ``gen-<N>/`` is checksummed when the generation is published
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -122,7 +123,7 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
     Equal to a full build, array for array (:mod:`groundkit.retrieval.bm25_update`);
     ``None`` (build anew) without a usable previous index or when much changed.
     """
-    from ..retrieval.bm25_update import updated
+    from ..retrieval.bm25_update import position_map, updated
 
     previous = store.current_generation(conn)
     if previous is None:
@@ -131,13 +132,9 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
     if (analyzer_of(old_settings) != analyzer_of(settings)
             or bm25_params_of(old_settings) != bm25_params_of(settings)):
         return None
-    new_rowids = np.asarray(store.generation_rowids(conn, generation), dtype=np.int64)
-    old_rowids = np.asarray(store.generation_rowids(conn, previous), dtype=np.int64)
-    sorter = np.argsort(new_rowids)
-    at = np.searchsorted(new_rowids, old_rowids, sorter=sorter).clip(0, max(len(sorter) - 1, 0))
-    hit = new_rowids[sorter[at]] == old_rowids if len(sorter) else np.zeros(0, dtype=bool)
-    old_to_new = np.where(hit, sorter[at] if len(sorter) else 0, -1)
-    added = np.setdiff1d(np.arange(len(new_rowids)), old_to_new[old_to_new >= 0])
+    new_rowids = _chunk_order(conn, directory, generation, written=True)
+    old_rowids = _chunk_order(conn, directory, previous, written=False)
+    old_to_new, added = position_map(old_rowids, new_rowids)
     if len(added) > UPDATE_AT_MOST * max(len(new_rowids), 1):
         return None
     if not integrity.intact(conn, directory, previous, BM25 + "/"):
@@ -149,6 +146,22 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
         return None  # nothing reusable: build anew
     texts = [c.chunk.text for c in store.chunks_by_rowid(conn, new_rowids[added].tolist())]
     return updated(index, old_to_new, added, texts)
+
+
+def _chunk_order(conn: sqlite3.Connection, directory: Path, generation: int, *,
+                 written: bool) -> npt.NDArray[np.int64]:
+    """The generation's chunk order: its ``rowids.npy`` when this run wrote it (``written``)
+    or as published (checksum intact), else from the store (1M rows: ~1 s)."""
+    path = directory / f"gen-{generation}" / ROWIDS
+    usable = (path.is_file() if written else
+              store.derived_files(conn, generation) is not None
+              and integrity.intact(conn, directory, generation, ROWIDS))
+    if usable:
+        with contextlib.suppress(OSError, ValueError):
+            rowids = np.load(path, allow_pickle=False)
+            if rowids.ndim == 1 and rowids.dtype == np.int64:
+                return np.asarray(rowids)
+    return np.asarray(store.generation_rowids(conn, generation), dtype=np.int64)
 
 
 def vector_builder(progress: Progress | None = None, *, reuse: bool = True,

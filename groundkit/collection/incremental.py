@@ -56,8 +56,12 @@ def under(doc_id: str, dirty_ids: set[str]) -> bool:
     """Whether ``doc_id`` is a dirty path or lies in a dirty folder."""
     if doc_id in dirty_ids:
         return True
-    parts = doc_id.split("/")
-    return any("/".join(parts[:i]) in dirty_ids for i in range(1, len(parts)))
+    cut = doc_id.rfind("/")
+    while cut >= 0:  # each enclosing folder, innermost first
+        if doc_id[:cut] in dirty_ids:
+            return True
+        cut = doc_id.rfind("/", 0, cut)
+    return False
 
 
 def discover_dirty(dirty: Dirty, *, include: Sequence[str], exclude: Sequence[str],

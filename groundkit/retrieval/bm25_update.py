@@ -78,6 +78,30 @@ def updated(previous: BM25Index, old_to_new: IntArray, added: IntArray,
     return BM25Index._scored(postings, previous.analyzer, previous.params)
 
 
+def position_map(old_rowids: IntArray, new_rowids: IntArray) -> tuple[IntArray, IntArray]:
+    """``(old_to_new, added)`` for :func:`updated` between two chunk orders (store row ids,
+    unique within each): where each old chunk went (-1: gone), and the positions of the new
+    chunks no old position maps to, ascending. Through a table indexed by row id when the
+    ids are dense enough (they are: the store numbers its rows), else by sorting."""
+    old_rowids = np.asarray(old_rowids, dtype=np.int64)
+    new_rowids = np.asarray(new_rowids, dtype=np.int64)
+    top = int(max(old_rowids.max(initial=0), new_rowids.max(initial=0)))
+    if old_rowids.min(initial=0) >= 0 and new_rowids.min(initial=0) >= 0 \
+            and top < 8 * (len(old_rowids) + len(new_rowids)) + 1024:
+        where = np.full(top + 1, -1, dtype=np.int64)
+        where[new_rowids] = np.arange(len(new_rowids))
+        old_to_new = where[old_rowids]
+    else:
+        sorter = np.argsort(new_rowids, kind="stable")
+        at = np.searchsorted(new_rowids, old_rowids, sorter=sorter).clip(0, max(len(sorter) - 1, 0))
+        hit = (new_rowids[sorter[at]] == old_rowids if len(sorter)
+               else np.zeros(len(old_rowids), dtype=bool))
+        old_to_new = np.where(hit, sorter[at] if len(sorter) else 0, -1)
+    covered = np.zeros(len(new_rowids), dtype=bool)
+    covered[old_to_new[old_to_new >= 0]] = True
+    return old_to_new, np.flatnonzero(~covered)
+
+
 def merge_vocabulary(previous: BM25Index, dropped: IntArray, fresh: Postings) -> Merged:
     """The terms left with a posting plus the fresh ones, in vocabulary order.
 
