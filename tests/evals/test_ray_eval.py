@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from beir_fixture import synthetic_beir
@@ -96,6 +97,78 @@ def test_an_external_dataset_on_ray_scores_as_a_serial_run(
     assert runs[0] == runs[1] and len(runs[0]) >= 5
 
 
+def test_blocks_are_the_fewest_of_at_most_the_size_in_question_order() -> None:
+    from evals.on_ray import blocks
+
+    assert blocks(0, 2000) == [(0, 0)]
+    assert blocks(2000, 2000) == [(0, 2000)]
+    assert blocks(2001, 2000) == [(0, 1000), (1000, 2001)]
+    assert blocks(6, 2) == [(0, 2), (2, 4), (4, 6)]
+    assert blocks(7, 3) == [(0, 2), (2, 4), (4, 7)]
+    for n, size in ((1211, 100), (10, 1), (5, 7)):
+        got = blocks(n, size)
+        assert [a for a, _ in got[1:]] == [b for _, b in got[:-1]]  # contiguous, in order
+        assert got[0][0] == 0 and got[-1][1] == n
+        assert max(b - a for a, b in got) <= size and len(got) == -(-n // size)
+
+
+def _block(description: str = "d", config: dict[str, object] | None = None,
+           questions: tuple[str, ...] = ("q1",)) -> Any:
+    from evals import report as rpt
+
+    result = rpt.StageResult(name="s", description=description,
+                             config=config if config is not None else {"k": 1}, hits={},
+                             gate_mode="bm25", signals={q: {"top": 1.0} for q in questions})
+    return result, {q: [(1, f"{q}-c", "doc", 0, 4, 2.5, "text")] for q in questions}
+
+
+def test_merged_blocks_keep_question_order_and_refuse_a_disagreement() -> None:
+    from evals.on_ray import merged
+    from groundkit.collection.ray_executor import ClusterError
+
+    parts = [_block(config={"k": 1, "query_analysis": {"a": ["x"]}}, questions=("q2", "q0")),
+             _block(config={"k": 1, "query_analysis": {"b": ["y"]}}, questions=("q1",))]
+    result = merged("s", ["q0", "q1", "q2"], parts)
+    assert list(result.hits) == ["q0", "q1", "q2"] and list(result.signals or {}) == list(
+        result.hits)
+    assert result.hits["q1"][0].chunk_id == "q1-c"
+    assert result.config == {"k": 1, "query_analysis": {"a": ["x"], "b": ["y"]}}
+    with pytest.raises(ClusterError, match="description"):
+        merged("s", ["q1"], [_block(), _block(description="other")])
+    with pytest.raises(ClusterError, match="config 'k'"):
+        merged("s", ["q1"], [_block(), _block(config={"k": 2})])
+    with pytest.raises(ClusterError, match="config 'k'"):  # one query analysed two ways
+        merged("s", ["q1"], [_block(config={"k": {"a": 1}}), _block(config={"k": {"a": 2}})])
+
+
+def test_stages_in_blocks_of_questions_give_the_serial_report_and_runs(
+    cluster: str, tmp_path: Path, beir_dir: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evals import on_ray
+
+    golden = tiny_golden(tmp_path / "golden" / "v1")
+    assert _golden(tmp_path / "serial", golden, "--serial") == 0
+    monkeypatch.setattr(on_ray, "BLOCK_QUESTIONS", 2)  # 6 questions: 3 blocks per stage
+    assert _golden(tmp_path / "ray", golden, "--ray", cluster) == 0
+    serial, spread = (_outside_run(tmp_path / n / "out" / "latest.json") for n in ("serial", "ray"))
+    assert spread == serial
+    assert _runs(tmp_path / "ray" / "out" / "runs") == _runs(tmp_path / "serial" / "out" / "runs")
+    err = capsys.readouterr().err
+    assert all(f"ran {s} on 6 questions in 3 blocks" in err for s in STAGES)
+    reports, runs = [], []
+    for name, extra in (("serial", ("--serial",)), ("ray", ("--ray", cluster))):
+        out = tmp_path / "beir" / name
+        code = main(["run", "--dataset", f"beir:{beir_dir}", "--cache", str(out / "cache"),
+                     "--out", str(out / "out"), "--expected-dir", str(tmp_path), *FEW, *extra])
+        assert code == 0
+        reports.append(_outside_run(out / "out" / "syn.json"))
+        runs.append(_runs(out / "out" / "runs" / "syn"))
+    assert reports[0] == reports[1]
+    assert runs[0] == runs[1] and len(runs[0]) >= 5
+    assert " in 5 blocks" in capsys.readouterr().err  # its 10 queries, 2 a block
+
+
 def test_serial_and_ray_together_are_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -138,8 +211,9 @@ class _FailsOnTheCluster:
         return self._inner.open(stage, log)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("block", [None, 1], ids=["whole", "in-blocks"])
 def test_a_stage_failing_in_its_task_fails_the_run_with_its_own_error(
-    cluster: str, tmp_path: Path,
+    cluster: str, tmp_path: Path, block: int | None,
 ) -> None:
     from ray import cloudpickle
 
@@ -153,7 +227,8 @@ def test_a_stage_failing_in_its_task_fails_the_run_with_its_own_error(
     try:
         inner = golden_suite(tiny_golden(tmp_path / "golden" / "v1"), tmp_path / "home")
         suite = _FailsOnTheCluster(inner, os.getpid())
-        with on_ray.connected(cluster) as spread, pytest.raises(UsageError, match="open here"):
+        with (on_ray.connected(cluster, block) as spread,
+              pytest.raises(UsageError, match="open here")):
             evaluate(suite, resolve(["bm25", "bm25-nostem"]),  # type: ignore[arg-type]
                      settings=rpt.Settings(resamples=50, permutations=50), runs_dir=None,
                      log=lambda _: None, spread=spread)
