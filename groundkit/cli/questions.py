@@ -196,3 +196,30 @@ def print_draft(s: dict[str, Any], args: argparse.Namespace) -> None:
           + (f"; {s['proposed']} with a proposed question" if s["proposed"] else ""))
     print(f"next: grk questions review {s['out']} -c {args.collection} (write or accept each "
           f"question), then grk questions lint {s['out']} -c {args.collection}")
+
+
+@action("split", "Deal the file's seeded train / calibration / test parts into it "
+        "(grk calibrate uses calibration, grk eval reports abstention on test).")
+def _split(p: argparse.ArgumentParser) -> Action:
+    p.add_argument("file", metavar="FILE", help="the question file, rewritten in place")
+    p.add_argument("--seed", type=int, required=True, metavar="S", help="the deal's seed")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the parts lines already have; deal only the others")
+    p.add_argument("--force", action="store_true", help="deal every line anew")
+
+    def run(args: argparse.Namespace) -> int:
+        from ..questions.splitfile import split_file
+
+        done = split_file(args.file, args.seed, keep=args.keep, force=args.force)
+
+        def human() -> None:
+            print(f"{done['path']}: dealt {done['dealt']} question(s) with seed {done['seed']}"
+                  + (f", kept {done['kept']}" if done["kept"] else "") + ": "
+                  + ", ".join(f"{k} {n}" for k, n in done["parts"].items())
+                  + " (no_answer: " + ", ".join(f"{k} {n}" for k, n in
+                                                done["no_answer"].items()) + ")")
+
+        emit(args, done, human)
+        return 0
+
+    return run
