@@ -134,6 +134,9 @@ class _Server(MCPServer):
     the spec (2026-07-28 schema, ``MethodNotFoundError``) asks for a method behind a
     capability the server did not declare. So the handlers of :data:`UNSERVED` are
     removed, and ``initialize`` (or ``server/discover``) declares ``tools`` alone.
+    ``subscriptions/listen`` (2026-07-28) is not served either (``subscriptions=False``
+    in :func:`build_server`): the tool list never changes, so there is nothing to
+    notify, and ``tools.listChanged`` is false in both eras.
     An unknown tool is a JSON-RPC -32602 (Invalid params) error, not an ``isError``
     result: the spec's tools page lists it under protocol errors.
     """
@@ -178,7 +181,8 @@ def build_server(home: Home = None,
     tools = Tools(CollectionPool(home=home, only=only))
     return _Server(
         "groundkit", title="groundkit", version=__version__, instructions=INSTRUCTIONS,
-        tools=[_strict_tool(tools, name) for name in DESCRIPTIONS], log_level="WARNING")
+        tools=[_strict_tool(tools, name) for name in DESCRIPTIONS], log_level="WARNING",
+        subscriptions=False)
 
 
 def security_settings(hosts: list[str], origins: list[str]) -> TransportSecuritySettings:

@@ -48,7 +48,20 @@ def test_only_the_tools_capability_is_declared(home: Path, mode: str) -> None:
         return DiscoverResult.model_validate(raw).capabilities
 
     found = session(build_server(home=home), declared, mode)
-    assert found.model_dump(exclude_none=True, by_alias=True).keys() == {"tools"}
+    assert found.model_dump(exclude_none=True, by_alias=True) == {"tools": {"listChanged": False}}
+
+
+def test_no_subscription_stream_is_served_the_tool_list_never_changes(home: Path) -> None:
+    async def listen(client: Client) -> None:
+        async with client.listen(tools_list_changed=True, prompts_list_changed=True):
+            raise AssertionError("subscriptions/listen was acknowledged")
+
+    raised: list[MCPError] = []
+    try:
+        session(build_server(home=home), listen, "2026-07-28")
+    except* MCPError as group:  # raised inside the client's task group
+        raised = _errors(group)
+    assert [e.code for e in raised] == [METHOD_NOT_FOUND]
 
 
 def _stdio(home: Path, *messages: dict[str, Any]) -> dict[int, dict[str, Any]]:
