@@ -34,7 +34,7 @@ def action(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser]
 
 @command("questions", "Draft, lint, split, import, export and review your own question file.")
 def _questions(p: argparse.ArgumentParser) -> Handler:
-    from . import questions_io  # noqa: F401  (registers import and export)
+    from . import questions_io  # noqa: F401  (registers import, export and review)
 
     sub = p.add_subparsers(dest="questions_action", metavar="ACTION", required=True)
     for name, (help_text, configure) in ACTIONS.items():

@@ -100,3 +100,23 @@ def _export(p: argparse.ArgumentParser) -> Action:
         return 0
 
     return run
+
+
+@action("review", "Walk the file's drafts in the terminal: each with its passage in context; "
+        "accept, edit, drop or skip it (the file is saved after every decision).")
+def _review(p: argparse.ArgumentParser) -> Action:
+    p.add_argument("file", metavar="FILE", help="the question file, rewritten as you decide")
+    collection_argument(p)
+
+    def run(args: argparse.Namespace) -> int:
+        from ..questions.documents import Indexed
+        from ..questions.review import review
+
+        tally = review(args.file, Indexed.open(args.collection, args.home))
+        data = {"file": args.file, **tally.to_dict()}
+        emit(args, data, lambda: print(
+            f"\n{args.file}: accepted {tally.accepted}, edited {tally.edited}, dropped "
+            f"{tally.dropped}, skipped {tally.skipped}, left {tally.left}"))
+        return 0
+
+    return run
