@@ -12,25 +12,38 @@
  * "essential" one cannot, together, lift a document into the top k, so only essential
  * lists propose documents; the others are probed (galloping search) from the highest
  * maximum down, and a document is dropped as soon as its score plus the maxima still
- * unprobed cannot enter. Documents arrive in increasing order, so a document tying the
- * heap's worst loses (the heap's documents are all lower); before the heap is full a
- * document must reach theta, a lower bound on the k-th best total: the best k-th
- * single-term score, read off the impact prefixes. (Seeding theta with the exact totals
- * of each list's best k, as the numpy kernel does, was measured slower here: the seeds'
- * look-ups into long lists cost more than the postings they let the merge skip.)
+ * unprobed cannot enter. Before the heap is full a document must reach theta, a lower
+ * bound on the k-th best total: the best k-th single-term score, read off the impact
+ * prefixes. A document tying the heap's worst enters only with a lower doc.
+ *
+ * Block-max (bm25_blocks.py; long queries over long lists, about 10^6 documents): the
+ * documents fall in blocks of 2^shift, and each long list stores, per block, its best
+ * score rounded up to whole steps (a power of two, so every bound is a multiple of u and
+ * sums stay exact). Blocks come in doc order, proposed by the lists essential by their
+ * maxima; a block whose bounds cannot lift any document into the top k is skipped
+ * unread, and inside a block MaxScore runs again on the block bounds, so a list common
+ * everywhere but weak in this block is only probed there. A list probed twice in one
+ * block has that block's scores laid out by doc, and its further probes are look-ups.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define GK_KERNEL_VERSION 5
+#define GK_KERNEL_VERSION 6
 
 typedef struct {
     const int32_t *docs;
     const float *scores;
     Py_ssize_t pos, end;
     float count;
+    int32_t stop;           /* documents from here on lie outside the block being read */
+    double maximum;         /* the list's best score, weighed */
+    const uint8_t *quanta;  /* per doc block: its best score in whole steps, or NULL */
+    double step;            /* one step: a power of two */
+    float *row;             /* one block's scores laid out by doc (NULL: never) */
+    int32_t row_lo, probed_lo; /* the block laid out in row; the block probed last */
+    int shift;              /* a doc block is 2^shift documents */
 } term_t;
 
 typedef struct {
@@ -40,11 +53,14 @@ typedef struct {
     double theta0;
 } heap_t;
 
-/* The index's arrays (see bm25_query.impact_prefixes for imp_scores). */
+/* The index's arrays (see bm25_query.impact_prefixes for imp_scores and bm25_blocks for
+ * quanta, one row of n_blocks a slot). */
 typedef struct {
     const int32_t *docs;
     const float *scores, *imp_scores;
-    Py_ssize_t n_postings, n_impacts;
+    const uint8_t *quanta;
+    Py_ssize_t n_postings, n_impacts, n_slots, n_blocks;
+    int shift;
 } arrays_t;
 
 /* Whether entry a ranks below entry b (lower score, or the same score and a higher doc). */
@@ -52,9 +68,12 @@ static inline int worse(const heap_t *h, Py_ssize_t a, Py_ssize_t b) {
     return h->score[a] < h->score[b] || (h->score[a] == h->score[b] && h->doc[a] > h->doc[b]);
 }
 
-/* Whether a document scoring `total` (arriving after every document in the heap) enters. */
-static inline int enters(const heap_t *h, double total) {
-    return h->size == h->cap ? total > h->score[0] : total >= h->theta0;
+/* Whether a document scoring `total`, none of whose documents is below `doc`, could enter:
+ * above a full heap's worst (a tie enters with a lower doc), or at least theta0, a lower
+ * bound on the k-th best total, while the heap fills. */
+static inline int enters(const heap_t *h, double total, int32_t doc) {
+    if (h->size < h->cap) return total >= h->theta0;
+    return total > h->score[0] || (total == h->score[0] && doc < h->doc[0]);
 }
 
 static void swap(heap_t *h, Py_ssize_t a, Py_ssize_t b) {
@@ -118,29 +137,64 @@ static void advance(term_t *t, int32_t target) {
     t->pos = lo;
 }
 
-/* The document under t's cursor, or NONE when t is exhausted. */
+/* The document under t's cursor, or NONE when t is exhausted (or past its block). */
 #define NONE INT32_MAX
 static inline int32_t current(const term_t *t) {
-    return t->pos < t->end ? t->docs[t->pos] : NONE;
+    return t->pos < t->end && t->docs[t->pos] < t->stop ? t->docs[t->pos] : NONE;
 }
 
-/* Complete `doc`'s total with the non-essential terms [0, first), from the highest maximum
- * down, and push it if it enters; it is dropped once its total plus the maxima still
- * unprobed cannot enter. */
+/* The end of doc block b (exclusive), NONE past the last representable doc. */
+static inline int32_t block_end(Py_ssize_t b, int shift) {
+    int64_t end = ((int64_t)b + 1) << shift;
+    return end > NONE ? NONE : (int32_t)end;
+}
+
+/* Lay out t's scores in the block from lo by doc in t->row (0 where t has none). */
+static void lay_out(term_t *t, int32_t lo) {
+    int32_t hi = block_end(lo >> t->shift, t->shift);
+    memset(t->row, 0, sizeof(float) << t->shift);
+    advance(t, lo);
+    for (; t->pos < t->end && t->docs[t->pos] < hi; t->pos++)
+        t->row[t->docs[t->pos] - lo] = (float)score_at(t);
+    t->row_lo = lo;
+}
+
+/* t's score for doc, 0 when it has none (adding 0 changes no total). The second probe of
+ * a block lays the block's scores out, and the rest are look-ups: probes into a long list
+ * (galloping, then bisection) mispredict branches, ~20-30 ns each. */
+static inline double probe(term_t *t, int32_t doc) {
+    if (t->row != NULL) {
+        int32_t lo = doc & ~(((int32_t)1 << t->shift) - 1);
+        if (t->row_lo == lo) return t->row[doc - lo];
+        if (t->probed_lo == lo) {
+            lay_out(t, lo);
+            return t->row[doc - lo];
+        }
+        t->probed_lo = lo;
+    }
+    advance(t, doc);
+    return t->pos < t->end && t->docs[t->pos] == doc ? score_at(t) : 0.0;
+}
+
+/* Complete `doc`'s total with the non-essential terms [0, first), from the highest bound
+ * down, and push it if it enters; it is dropped once its total plus the bounds still
+ * unprobed (ub[i - 1]: terms 0..i-1) cannot enter. */
 static void complete(term_t *terms, const double *ub, Py_ssize_t first, heap_t *h,
                      int32_t doc, double total) {
     Py_ssize_t i = first;
-    while (i > 0 && enters(h, total + ub[i - 1])) {
-        term_t *t = &terms[--i];
-        advance(t, doc);
-        if (t->pos < t->end && t->docs[t->pos] == doc) total += score_at(t);
+    while (i > 0 && enters(h, total + ub[i - 1], doc)) {
+        i--;
+        total += probe(&terms[i], doc);
     }
-    if (i == 0 && enters(h, total)) push(h, doc, total);
+    if (i == 0 && enters(h, total, doc)) push(h, doc, total);
 }
 
-static void run(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h) {
-    Py_ssize_t first = 0; /* terms [0, first) are not essential */
-    while (first < n && !enters(h, ub[first])) first++;
+/* MaxScore over the documents from `from` on (each list up to its stop): ub[i] is the sum
+ * of the bounds of terms 0..i; terms [0, first) whose bounds together cannot enter are not
+ * essential: they only complete documents the others propose. */
+static void run(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int32_t from) {
+    Py_ssize_t first = 0;
+    while (first < n && !enters(h, ub[first], from)) first++;
     while (first < n - 1) { /* several essential lists: merge them */
         int32_t doc = current(&terms[first]);
         for (Py_ssize_t i = first + 1; i < n; i++) {
@@ -157,16 +211,72 @@ static void run(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h) {
             }
         }
         complete(terms, ub, first, h, doc, total);
-        while (first < n && !enters(h, ub[first])) first++;
+        from = doc + 1;
+        while (first < n && !enters(h, ub[first], from)) first++;
     }
     if (first == n - 1) { /* one essential list: walk it, probing the others */
         term_t *e = &terms[first];
-        for (; e->pos < e->end; e->pos++) {
+        for (; e->pos < e->end && e->docs[e->pos] < e->stop; e->pos++) {
+            int32_t doc = e->docs[e->pos];
             double total = score_at(e);
-            if (first > 0 && !enters(h, total + ub[first - 1])) continue;
-            complete(terms, ub, first, h, e->docs[e->pos], total);
-            if (!enters(h, ub[first])) return; /* not even the best total can enter now */
+            if (first > 0 && !enters(h, total + ub[first - 1], doc)) continue;
+            complete(terms, ub, first, h, doc, total);
+            if (!enters(h, ub[first], doc + 1)) { /* no later document can enter */
+                e->pos++;
+                return;
+            }
         }
+    }
+}
+
+/* A term's bound in doc block b ([lo, hi)): its block maximum rounded up to whole steps
+ * (exact in float32: 8 bits times a power of two), or, for a list without block maxima,
+ * its maximum if it holds a document there, else 0. */
+static double block_bound(term_t *t, Py_ssize_t b, int32_t lo, int32_t hi) {
+    if (t->quanta != NULL) {
+        double q = weighed((float)((double)t->quanta[b] * t->step), t->count);
+        return q < t->maximum ? q : t->maximum;
+    }
+    advance(t, lo);
+    return t->pos < t->end && t->docs[t->pos] < hi ? t->maximum : 0.0;
+}
+
+/* Block-max MaxScore: documents come block by block (2^shift documents), proposed by the
+ * lists essential by their maxima (ub); in each block the terms' block bounds (bub) decide
+ * whether the block is read at all, which lists stay essential there and which get probed
+ * (MaxScore again, inside the block). Every bound is a multiple of the score unit, so
+ * their sums are exact. */
+static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int shift,
+                       double *bub) {
+    Py_ssize_t first = 0;
+    int32_t from = 0;
+    for (;;) {
+        while (first < n && !enters(h, ub[first], from)) first++;
+        if (first >= n) return;
+        int32_t doc = NONE;
+        for (Py_ssize_t i = first; i < n; i++) {
+            int32_t d = current(&terms[i]);
+            if (d < doc) doc = d;
+        }
+        if (doc == NONE) return;
+        Py_ssize_t b = doc >> shift;
+        int32_t lo = (int32_t)((int64_t)b << shift), hi = block_end(b, shift);
+        double sum = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            sum += block_bound(&terms[i], b, lo, hi);
+            bub[i] = sum;
+        }
+        if (enters(h, sum, doc)) {
+            for (Py_ssize_t i = 0; i < n; i++) terms[i].stop = hi;
+            run(terms, bub, n, h, doc);
+            for (Py_ssize_t i = 0; i < n; i++) terms[i].stop = NONE;
+        }
+        for (Py_ssize_t i = first; i < n; i++) { /* the rest of the block: skipped */
+            term_t *t = &terms[i];
+            while (t->pos < t->end && t->docs[t->pos] < hi) t->pos++;
+        }
+        if (hi == NONE) return;
+        from = hi;
     }
 }
 
@@ -199,134 +309,194 @@ static double list_maximum(const term_t *t) {
     return best;
 }
 
-/* Parse (lo, hi, count, ilo, ihi) per term (postings [lo, hi), impact prefix [ilo, ihi)),
- * sort the terms by maximum score, ascending, fill ub, and raise *theta to the best k-th
- * single-term score. Returns -1 on error, 1 when the maxima sum to `limit` or more (a sum
- * might round: the numpy kernel answers), else 0. */
+/* One term (lo, hi, count, ilo, ihi[, slot, step]): postings [lo, hi), impact prefix
+ * [ilo, ihi), and its row of block maxima (slot; -1 for none) in steps of `step`. Fills t
+ * and its maximum, and raises *theta to its k-th best score when its impact prefix holds
+ * k. Returns -1 (an exception set) on bad input. */
+static int read_term(PyObject *item, const arrays_t *a, Py_ssize_t k, term_t *t,
+                     double *theta) {
+    long long lo, hi, ilo, ihi, slot = -1;
+    double count, step = 0.0;
+    if (!PyArg_ParseTuple(item, "LLdLL|Ld", &lo, &hi, &count, &ilo, &ihi, &slot, &step))
+        return -1;
+    if (lo < 0 || hi < lo || hi > a->n_postings || ilo < 0 || ihi < ilo
+        || ihi > a->n_impacts || ihi - ilo > hi - lo || count < 1.0) {
+        PyErr_SetString(PyExc_ValueError, "a term's postings lie outside the arrays");
+        return -1;
+    }
+    if (a->quanta != NULL && hi > lo
+        && (a->docs[lo] < 0 || (a->docs[hi - 1] >> a->shift) >= a->n_blocks)) {
+        PyErr_SetString(PyExc_ValueError, "a term's documents lie outside the blocks");
+        return -1;
+    }
+    if (slot >= 0 && (a->quanta == NULL || slot >= a->n_slots || !(step > 0.0))) {
+        PyErr_SetString(PyExc_ValueError, "a term's block maxima lie outside the arrays");
+        return -1;
+    }
+    *t = (term_t){a->docs, a->scores, (Py_ssize_t)lo, (Py_ssize_t)hi, (float)count, NONE,
+                  0.0, slot >= 0 ? a->quanta + (Py_ssize_t)slot * a->n_blocks : NULL, step,
+                  NULL, -1, -1, a->shift};
+    if (ihi > ilo) { /* a long list: its impact prefix holds its best, best first */
+        t->maximum = weighed(a->imp_scores[ilo], t->count);
+        if (ihi - ilo >= k && weighed(a->imp_scores[ilo + k - 1], t->count) > *theta)
+            *theta = weighed(a->imp_scores[ilo + k - 1], t->count);
+    } else {
+        t->maximum = list_maximum(t);
+    }
+    return 0;
+}
+
+/* Parse the terms, sort them by maximum score, ascending, fill ub (ub[i]: the sum of the
+ * maxima of terms 0..i), and raise *theta to the best k-th single-term score. Returns -1
+ * on error, 1 when the maxima sum to `limit` or more (a sum might round: the numpy kernel
+ * answers), else 0. */
 static int read_terms(PyObject *spec, const arrays_t *a, Py_ssize_t k, double limit,
-                      term_t *terms, double *maxima, double *ub, Py_ssize_t n, double *theta) {
+                      term_t *terms, double *ub, Py_ssize_t n, double *theta) {
     for (Py_ssize_t i = 0; i < n; i++) {
-        long long lo, hi, ilo, ihi;
-        double count;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(spec, i), "LLdLL", &lo, &hi, &count,
-                              &ilo, &ihi))
-            return -1;
-        if (lo < 0 || hi < lo || hi > a->n_postings || ilo < 0 || ihi < ilo
-            || ihi > a->n_impacts || ihi - ilo > hi - lo || count < 1.0) {
-            PyErr_SetString(PyExc_ValueError, "a term's postings lie outside the arrays");
-            return -1;
-        }
-        term_t t = {a->docs, a->scores, (Py_ssize_t)lo, (Py_ssize_t)hi, (float)count};
-        double maximum;
-        if (ihi > ilo) { /* a long list: its impact prefix holds its best, best first */
-            maximum = weighed(a->imp_scores[ilo], t.count);
-            if (ihi - ilo >= k && weighed(a->imp_scores[ilo + k - 1], t.count) > *theta)
-                *theta = weighed(a->imp_scores[ilo + k - 1], t.count);
-        } else {
-            maximum = list_maximum(&t);
-        }
+        term_t t;
+        if (read_term(PySequence_Fast_GET_ITEM(spec, i), a, k, &t, theta) < 0) return -1;
         Py_ssize_t j = i; /* insertion sort: queries have few terms */
-        while (j > 0 && maxima[j - 1] > maximum) {
+        while (j > 0 && terms[j - 1].maximum > t.maximum) {
             terms[j] = terms[j - 1];
-            maxima[j] = maxima[j - 1];
             j--;
         }
         terms[j] = t;
-        maxima[j] = maximum;
     }
     double sum = 0.0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        sum += maxima[i];
+        sum += terms[i].maximum;
         ub[i] = sum;
     }
     return sum >= limit ? 1 : 0;
 }
 
-/* Room for the call: the terms, their bounds and the heap. */
+/* Room for the call: the terms, their bounds, the heap and the laid-out blocks. */
 typedef struct {
     term_t *terms;
-    double *maxima, *ub, *heap_scores;
+    double *ub, *bub, *heap_scores;
     int32_t *heap_docs;
+    float *rows;
 } scratch_t;
 
 static void free_scratch(scratch_t *s) {
     PyMem_Free(s->terms);
-    PyMem_Free(s->maxima);
     PyMem_Free(s->ub);
+    PyMem_Free(s->bub);
     PyMem_Free(s->heap_scores);
     PyMem_Free(s->heap_docs);
+    PyMem_Free(s->rows);
 }
 
-/* Run MaxScore and list the hits, for terms already read into s. */
-static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta) {
+/* Run MaxScore (block by block when some list has block maxima and the lists hold at least
+ * `dense` postings a block) and list the hits, for terms already read into s. */
+static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta,
+                        const arrays_t *a, Py_ssize_t dense) {
     Py_ssize_t postings = 0;
-    for (Py_ssize_t i = 0; i < n; i++) postings += s->terms[i].end - s->terms[i].pos;
+    int with_maxima = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        postings += s->terms[i].end - s->terms[i].pos;
+        with_maxima |= s->terms[i].quanta != NULL;
+    }
+    int by_blocks = with_maxima && n > 1 && postings / a->n_blocks >= dense;
     /* no more hits than postings: a huge k allocates no more */
     heap_t h = {NULL, NULL, 0, k < postings ? k : (postings > 0 ? postings : 1), theta};
     h.score = s->heap_scores = PyMem_Malloc((size_t)h.cap * sizeof(double));
     h.doc = s->heap_docs = PyMem_Malloc((size_t)h.cap * sizeof(int32_t));
-    if (!h.score || !h.doc) return PyErr_NoMemory();
+    if (by_blocks) {
+        s->rows = PyMem_Malloc(((size_t)n * sizeof(float)) << a->shift);
+        if (s->rows != NULL)
+            for (Py_ssize_t i = 0; i < n; i++) s->terms[i].row = s->rows + ((size_t)i << a->shift);
+    }
+    if (!h.score || !h.doc || (by_blocks && !s->rows)) return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS
-    run(s->terms, s->ub, n, &h);
+    if (by_blocks)
+        run_blocks(s->terms, s->ub, n, &h, a->shift, s->bub);
+    else
+        run(s->terms, s->ub, n, &h, 0);
     Py_END_ALLOW_THREADS
     return sorted_hits(&h);
 }
 
 /* The top k, or Py_None when a sum might round. */
-static PyObject *top_k(PyObject *spec_arg, const arrays_t *a, Py_ssize_t k, double limit) {
+static PyObject *top_k(PyObject *spec_arg, const arrays_t *a, Py_ssize_t k, double limit,
+                       Py_ssize_t dense) {
     PyObject *result = NULL, *spec = PySequence_Fast(spec_arg, "terms must be a sequence");
     if (spec == NULL) return NULL;
     scratch_t s = {0};
     Py_ssize_t n = PySequence_Fast_GET_SIZE(spec), room = n ? n : 1;
     double theta = 0.0;
     s.terms = PyMem_Malloc((size_t)room * sizeof(term_t));
-    s.maxima = PyMem_Malloc((size_t)room * sizeof(double));
     s.ub = PyMem_Malloc((size_t)room * sizeof(double));
-    if (!s.terms || !s.maxima || !s.ub) {
+    s.bub = PyMem_Malloc((size_t)room * sizeof(double));
+    if (!s.terms || !s.ub || !s.bub) {
         PyErr_NoMemory();
     } else {
-        int inexact = read_terms(spec, a, k, limit, s.terms, s.maxima, s.ub, n, &theta);
+        int inexact = read_terms(spec, a, k, limit, s.terms, s.ub, n, &theta);
         if (inexact > 0)
             result = Py_NewRef(Py_None);
         else if (inexact == 0)
-            result = ranked(&s, n, k, theta);
+            result = ranked(&s, n, k, theta, a, dense);
     }
     free_scratch(&s);
     Py_DECREF(spec);
     return result;
 }
 
-static PyObject *maxscore(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "maxscore(docs, scores, imp_scores, terms, k, limit)");
-        return NULL;
-    }
-    Py_ssize_t k = PyLong_AsSsize_t(args[4]);
-    double limit = PyFloat_AsDouble(args[5]);
-    if (PyErr_Occurred()) return NULL;
-    if (k < 1) {
-        PyErr_SetString(PyExc_ValueError, "k must be positive");
-        return NULL;
-    }
-    Py_buffer views[3];
-    int got = 0;
-    PyObject *result = NULL;
-    arrays_t a;
-    for (; got < 3; got++)
-        if (PyObject_GetBuffer(args[got], &views[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense])"
+
+/* The arrays from the call's buffers: views[0..2] docs, scores, imp_scores; views[3], when
+ * got, the block maxima (uint8, one row of blocks a slot). Returns -1 on bad input. */
+static int read_arrays(Py_buffer *views, int with_blocks, long shift, arrays_t *a) {
     if (views[0].len != views[1].len || views[0].itemsize != 4 || views[1].itemsize != 4
         || views[2].itemsize != 4) {
         PyErr_SetString(PyExc_ValueError,
                         "docs (int32) and scores (float32) must match; imp_scores is float32");
-        goto done;
+        return -1;
     }
-    a.docs = views[0].buf;
-    a.scores = views[1].buf;
-    a.imp_scores = views[2].buf;
-    a.n_postings = views[0].len / 4;
-    a.n_impacts = views[2].len / 4;
-    result = top_k(args[3], &a, k, limit);
+    *a = (arrays_t){views[0].buf, views[1].buf, views[2].buf, NULL, views[0].len / 4,
+                    views[2].len / 4, 0, 0, 0};
+    if (with_blocks) {
+        if (views[3].itemsize != 1 || views[3].ndim != 2 || views[3].shape[1] < 1
+            || shift < 0 || shift > 30) {
+            PyErr_SetString(PyExc_ValueError, "quanta are uint8 rows of one or more blocks; "
+                                              "shift lies in 0..30");
+            return -1;
+        }
+        a->quanta = views[3].buf;
+        a->n_slots = views[3].shape[0];
+        a->n_blocks = views[3].shape[1];
+        a->shift = (int)shift;
+    }
+    return 0;
+}
+
+static PyObject *maxscore(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, USAGE);
+        return NULL;
+    }
+    Py_ssize_t k = PyLong_AsSsize_t(args[4]), dense = 0;
+    double limit = PyFloat_AsDouble(args[5]);
+    long shift = 0;
+    if (nargs == 9) {
+        shift = PyLong_AsLong(args[7]);
+        dense = PyLong_AsSsize_t(args[8]);
+    }
+    if (PyErr_Occurred()) return NULL;
+    if (k < 1 || dense < 0) {
+        PyErr_SetString(PyExc_ValueError, "k must be positive and dense not negative");
+        return NULL;
+    }
+    Py_buffer views[4];
+    int got = 0, want = nargs == 9 ? 4 : 3;
+    PyObject *result = NULL;
+    arrays_t a;
+    for (; got < want; got++) {
+        int flags = got == 3 ? PyBUF_ND | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
+        if (PyObject_GetBuffer(args[got == 3 ? 6 : got], &views[got], flags) < 0) goto done;
+    }
+    if (read_arrays(views, want == 4, shift, &a) == 0) result = top_k(args[3], &a, k, limit, dense);
 done:
     while (got-- > 0) PyBuffer_Release(&views[got]);
     return result;
@@ -383,10 +553,13 @@ done:
 
 static PyMethodDef methods[] = {
     {"maxscore", (PyCFunction)(void (*)(void))maxscore, METH_FASTCALL,
-     "maxscore(docs, scores, imp_scores, terms, k, limit) -> [(doc, total)] or None\n\n"
-     "terms: (lo, hi, count, ilo, ihi) per query term: postings docs[lo:hi] (ascending),\n"
-     "impact prefix imp_scores[ilo:ihi] (best first). Scores are non-negative multiples\n"
-     "of one unit u and limit is 2**53 u; None when the terms' maxima sum to limit or more."},
+     USAGE " -> [(doc, total)] or None\n\n"
+     "terms: (lo, hi, count, ilo, ihi[, slot, step]) per query term: postings docs[lo:hi]\n"
+     "(ascending), impact prefix imp_scores[ilo:ihi] (best first), and the row slot of\n"
+     "quanta (-1: none) holding per block of 2**shift documents its best score in whole\n"
+     "steps. Lists of at least dense postings per block go block by block. Scores are\n"
+     "non-negative multiples of one unit u and limit is 2**53 u; None when the terms'\n"
+     "maxima sum to limit or more."},
     {"find_term", (PyCFunction)(void (*)(void))find_term, METH_FASTCALL,
      "find_term(hashes, offsets, blob, term, crc32) -> term id, or -1 when absent\n\n"
      "hashes (uint32, ascending) and offsets (int64, one more) index the terms' UTF-8 bytes\n"
@@ -395,7 +568,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_bm25c", "Compiled BM25 top-k (see bm25_compiled.py).", -1,
+    PyModuleDef_HEAD_INIT, "_bm25c", "Compiled BM25 top-k (see bm25_query.py).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

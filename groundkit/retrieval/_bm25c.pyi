@@ -4,7 +4,9 @@ from typing import Any
 VERSION: int
 
 def maxscore(docs: Any, scores: Any, imp_scores: Any,
-             terms: Sequence[tuple[int, int, float, int, int]], k: int, limit: float,
+             terms: Sequence[tuple[int, int, float, int, int]
+                             | tuple[int, int, float, int, int, int, float]],
+             k: int, limit: float, quanta: Any = ..., shift: int = ..., dense: int = ...,
              /) -> list[tuple[int, float]] | None: ...
 
 def find_term(hashes: Any, offsets: Any, blob: Any, term: bytes, crc32: int, /) -> int: ...

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from ..errors import GroundkitError, IndexMismatchError, UsageError
 from ..text.analysis import DEFAULT_PRESET, Analyzer, check_query
-from . import bm25_store, scoring
+from . import bm25_blocks, bm25_store, scoring
 from .bm25_build import (
     Builder,
     Item,
@@ -58,8 +58,9 @@ F32Array = npt.NDArray[np.float32]
 _FILES = ("indptr", "docs", "scores", "tfs", "doc_lengths", "term_hashes", "term_offsets",
           "imp_ptr", "imp_docs", "imp_scores", "imp_next")
 _STATS = ("n_docs_nonempty", "avgdl", "negative_scores")
-_LATER_STATS = ("score_unit",)
-"""Stats an index written before they existed lacks (then derived when first needed)."""
+_LATER_STATS = ("score_unit", "block_shift")
+"""Stats an index written before they existed lacks (then derived when first needed, or,
+for the block maxima, done without: the same answers, more slowly)."""
 _TERM_CACHE_SIZE = 65_536
 
 
@@ -113,7 +114,7 @@ class BM25Index:
         self._term_ids: dict[str, int] = {}
         self._compiled = compiled_kernel()
         self._kernels = Kernels(arrays, negative=bool(stats["negative_scores"]),
-                                unit=stats.get("score_unit"))
+                                unit=stats.get("score_unit"), shift=stats.get("block_shift"))
 
     # -- building ---------------------------------------------------------------------
 
@@ -298,7 +299,8 @@ class BM25Index:
             "n_docs": self.n_docs, "n_terms": self.n_terms, "n_postings": len(self.docs),
             **self._stats,
         }
-        arrays = {name: self._arrays[name] for name in _FILES}
+        arrays = {name: self._arrays[name] for name in (*_FILES, *bm25_blocks.FILES)
+                  if name in self._arrays}
         return bm25_store.save_index(Path(directory), arrays, bytes(self._blob), meta)
 
     @classmethod
@@ -333,7 +335,10 @@ class BM25Index:
                 f"BM25 index at {root} uses analyzer {built_with.identity!r}, "
                 f"not {analyzer.identity!r}; rebuild it or query with its analyzer"
             )
-        arrays, blob = bm25_store.open_arrays(root, meta, _FILES)
+        files = meta.get("files")
+        blocks = isinstance(files, dict) and any(n in files for n in bm25_blocks.FILES)
+        arrays, blob = bm25_store.open_arrays(
+            root, meta, (*_FILES, *bm25_blocks.FILES) if blocks else _FILES)
         _check_shapes(root, meta, arrays, len(blob))
         return cls(analyzer=built_with, params=params, arrays=arrays, terms_blob=blob,
                    stats=meta)
@@ -357,6 +362,8 @@ def _check_shapes(root: Path, meta: dict[str, Any], a: dict[str, Any], blob_len:
         int(a["imp_ptr"][-1]) != len(a["imp_docs"]),
         any(not isinstance(meta.get(k), int | float) for k in _STATS),
         any(not isinstance(meta[k], int | float) for k in _LATER_STATS if k in meta),
+        "block_quanta" in a and not bm25_blocks.valid(a, n_terms, n_docs,
+                                                      meta.get("block_shift", -1)),
     ]
     if any(problems):
         raise bm25_store.damaged(root, "array shapes disagree with meta.json")

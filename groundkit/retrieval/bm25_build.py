@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..text.analysis import Analyzer
-from . import scoring
+from . import bm25_blocks, scoring
 from .bm25_params import BM25Params
 from .bm25_query import impact_prefixes, score_unit
 from .bm25_tokens import ChunkTerms, TermBags, batch_term_ids
@@ -131,9 +131,11 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
         "term_offsets": p.vocabulary.offsets,
     }
     arrays.update(impact_prefixes(indptr, docs, scores))
-    stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl,
-             "negative_scores": bool(len(scores) and scores.min() < 0),
-             "score_unit": score_unit(scores)}
+    negative = bool(len(scores) and scores.min() < 0)
+    arrays.update(bm25_blocks.block_maxima(indptr, docs, scores, len(doc_lengths),
+                                           negative=negative))
+    stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl, "negative_scores": negative,
+             "score_unit": score_unit(scores), "block_shift": bm25_blocks.BLOCK_SHIFT}
     return arrays, stats
 
 

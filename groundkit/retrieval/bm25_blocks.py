@@ -1,0 +1,110 @@
+"""Per-block score maxima of the long BM25 posting lists, for block-max MaxScore.
+
+The documents fall in blocks of ``2**BLOCK_SHIFT`` (128) consecutive ids. For every
+term whose list holds at least one posting per block on average (``df >= n_blocks``),
+``block_quanta[block_slots[t], b]`` bounds its best score in block ``b`` in whole steps
+of ``block_steps[t]``: ``quanta * step >= `` every score of ``t`` there (0: none there).
+The step is a power of two at least the term's maximum / 255, so a bound is an 8-bit
+integer times a power of two: exact in float32, a multiple of the index's score unit
+(``bm25_query.score_unit``), and sums of bounds are as exact as sums of scores, which
+keeps the compiled kernel's pruning decisions exact (``_bm25c.c``, ADR-0003).
+
+One byte per (long term, block) is stored with the index, not derived at open: deriving
+reads every posting of the long lists (about 1 GB at 10^6 passages) before the first
+query; stored, it is 14 MB there (1.2% of the index) and memory-mapped like the rest.
+``block_maxima`` is called by ``bm25_build.score_postings``, so a full build and an
+incremental update (``bm25_update``) produce the same arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+BLOCK_SHIFT = 7
+"""A doc block is 2**BLOCK_SHIFT documents (128: measured against 64 and 256 at 10^6
+passages, ADR-0003)."""
+DENSE = 16
+"""The compiled kernel goes block by block when a query's lists hold at least this many
+postings per block (below, plain MaxScore costs less than the blocks' bookkeeping)."""
+FILES = ("block_slots", "block_steps", "block_quanta")
+"""The stored arrays; an index written before them has none (plain MaxScore answers)."""
+_CHUNK = 1 << 22
+"""Postings per vectorised pass at build (its temporaries stay near 100 MB)."""
+
+
+def n_blocks(n_docs: int, shift: int = BLOCK_SHIFT) -> int:
+    return max(1, -(-n_docs >> shift))
+
+
+def block_maxima(indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
+                 scores: npt.NDArray[np.float32], n_docs: int, *,
+                 negative: bool) -> dict[str, npt.NDArray[Any]]:
+    """The block arrays (module docstring; blocks of ``2**BLOCK_SHIFT`` documents) of a
+    term-major index; none for one with negative scores (the compiled kernel does not
+    answer those)."""
+    shift = BLOCK_SHIFT
+    df = np.diff(indptr)
+    nb = n_blocks(n_docs, shift)
+    long_terms = np.zeros(0, np.int64) if negative else np.flatnonzero(df >= nb)
+    slots = np.full(len(df), -1, dtype=np.int32)
+    slots[long_terms] = np.arange(len(long_terms), dtype=np.int32)
+    quanta = np.zeros((len(long_terms), nb), dtype=np.uint8)
+    steps = np.zeros(len(df), dtype=np.float32)
+    flat = quanta.reshape(-1)
+    for group in _groups(long_terms, df):  # whole lists, so each list's step is known
+        lengths = df[group]
+        firsts = np.cumsum(lengths) - lengths
+        at = np.arange(int(lengths.sum())) + np.repeat(indptr[group] - firsts, lengths)
+        group_scores = scores[at]
+        best = np.maximum.reduceat(group_scores, firsts).astype(np.float64)
+        step = _steps(best)
+        steps[group] = step
+        key = np.repeat(slots[group].astype(np.int64) * nb, lengths)
+        key += docs[at] >> shift  # (slot, block): non-decreasing, as lists ascend
+        starts = np.flatnonzero(np.diff(key, prepend=-1))
+        maxima = np.maximum.reduceat(group_scores, starts).astype(np.float64)
+        where = key[starts]
+        flat[where] = _whole_steps(maxima, step[where // nb - int(slots[group[0]])])
+    return {"block_slots": slots, "block_steps": steps, "block_quanta": quanta}
+
+
+def _groups(terms: npt.NDArray[np.int64], df: npt.NDArray[np.int64]) -> list[Any]:
+    """``terms`` cut into runs of about ``_CHUNK`` postings (whole lists each)."""
+    if not len(terms):
+        return []
+    ends = np.cumsum(df[terms])
+    cuts = np.searchsorted(ends, np.arange(_CHUNK, int(ends[-1]), _CHUNK), side="right")
+    return [g for g in np.split(terms, np.unique(cuts)) if len(g)]
+
+
+def _steps(best: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Per list, the least power of two at or above its maximum / 255 (1.0 for a list
+    scoring nothing: any step bounds 0)."""
+    mantissa, exponent = np.frexp(best / 255.0)
+    exponent = np.where(mantissa == 0.5, exponent - 1, exponent)
+    return np.where(best > 0, np.ldexp(1.0, exponent), 1.0)
+
+
+def _whole_steps(maxima: npt.NDArray[np.float64],
+                 steps: npt.NDArray[np.float64]) -> npt.NDArray[np.uint8]:
+    """``ceil(maxima / steps)``, exact (a division by a power of two), checked to bound."""
+    quanta = np.ceil(maxima / steps)
+    if len(quanta) and (quanta.max() > 255 or np.any(quanta * steps < maxima)):
+        raise AssertionError("a block bound does not fit 8 bits or does not bound")
+    return quanta.astype(np.uint8)
+
+
+def valid(arrays: dict[str, Any], n_terms: int, n_docs: int, shift: int) -> bool:
+    """Whether the block arrays fit an index of ``n_terms`` and ``n_docs`` (a mismatch is
+    a damaged index, never silently different answers)."""
+    slots, steps, quanta = (arrays[name] for name in FILES)
+    return bool(
+        isinstance(shift, int) and 0 <= shift <= 30 and slots.dtype == np.int32
+        and steps.dtype == np.float32 and quanta.dtype == np.uint8 and quanta.ndim == 2
+        and len(slots) == n_terms and len(steps) == n_terms
+        and quanta.shape[1] == n_blocks(n_docs, shift)
+        and (not len(slots) or (int(slots.max()) < len(quanta) and int(slots.min()) >= -1))
+        and bool(np.all(steps[slots >= 0] > 0)))
