@@ -37,7 +37,7 @@ from groundkit.sources import decode_bytes
 from . import split
 from .model import KINDS, Golden, Minimums, Question, Rules, rules_for
 from .parse import parse_lines
-from .rules import domain_of, question_problems
+from .rules import domain_of, set_problems
 
 DOCS_DIR = "docs"
 QUESTIONS_FILE = "questions.jsonl"
@@ -182,12 +182,8 @@ def _scan(root: Path, *, coverage: bool, rules: bool = True) -> _Scan:
     _read_documents(scan)
     _read_questions(scan)
     _check_manifest(scan)
-    for question in scan.questions:
-        complete = rules and question.id not in scan.incomplete
-        scan.problems.extend(question_problems(question, scan.documents, scan.rules,
-                                               complete=complete))
-    ids = Counter(q.id for q in scan.questions)
-    scan.problems.extend(f"{q}: duplicate question id ({n} times)" for q, n in ids.items() if n > 1)
+    scan.problems.extend(set_problems(scan.questions, scan.documents, scan.rules,
+                                      scan.incomplete, checks=rules))
     if coverage:
         scan.problems.extend(minimum_problems(scan.documents, scan.questions, scan.rules,
                                               scan.extractors))

@@ -12,7 +12,6 @@ about abstention, say), never a refusal.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from pathlib import Path
 
 import groundkit
@@ -20,7 +19,7 @@ from evals import report as rpt
 from evals.golden.corpus import minimum_problems
 from evals.golden.model import USER_RULES, Golden
 from evals.golden.parse import parse_lines
-from evals.golden.rules import question_problems, shared_stems
+from evals.golden.rules import set_problems, shared_stems
 from evals.golden.suite import CollectionSuite
 from evals.harness import Log
 from groundkit.collection import Collection, IndexConfig
@@ -84,10 +83,7 @@ def _parse(path: Path, data: bytes, documents: dict[str, str]) -> Golden:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 (byte {exc.start})") from None
     parsed, problems, incomplete = parse_lines(text, path.name, documents, USER_RULES)
-    for q in parsed:
-        problems += question_problems(q, documents, USER_RULES, complete=q.id not in incomplete)
-    ids = Counter(q.id for q in parsed)
-    problems += [f"{qid}: duplicate question id ({n} times)" for qid, n in ids.items() if n > 1]
+    problems += set_problems(parsed, documents, USER_RULES, incomplete)
     if problems:
         shown = "\n".join(problems[:MAX_PROBLEMS_SHOWN])
         more = len(problems) - MAX_PROBLEMS_SHOWN

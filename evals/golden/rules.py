@@ -10,10 +10,11 @@ from groundkit.questions.rules import (
     probe_hits,
     probe_pattern,
     question_problems,
+    set_problems,
     shared_stems,
 )
 
 __all__ = [
     "REGEX_PREFIX", "content_stems", "domain_of", "glasgow_stopwords", "paraphrase_stopwords",
-    "probe_hits", "probe_pattern", "question_problems", "shared_stems",
+    "probe_hits", "probe_pattern", "question_problems", "set_problems", "shared_stems",
 ]

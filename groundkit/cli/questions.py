@@ -10,34 +10,29 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from ..retrieval.gate import ALPHA
+from . import questions_io
+from .questions_base import (
+    ACTIONS,
+    EXIT_LINT_ERRORS,
+    Action,
+    action,
+    collection_argument,
+    write_rows,
+)
 from .registry import Handler, command, emit
 
-EXIT_LINT_ERRORS = 4
-"""``grk questions lint`` found errors (the file fails its check, as ``grk check`` does)."""
-Action = Callable[[argparse.Namespace], int]
-ACTIONS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Action]]] = {}
-
-
-def action(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], Action]],
-                                             Callable[[argparse.ArgumentParser], Action]]:
-    def wrap(configure: Callable[[argparse.ArgumentParser], Action]
-             ) -> Callable[[argparse.ArgumentParser], Action]:
-        ACTIONS[name] = (help, configure)
-        return configure
-
-    return wrap
-
+_LOADED = (questions_io,)  # importing it registers import, export and review
+ORDER = ("draft", "review", "lint", "split", "import", "export")
+"""The order ``grk questions --help`` lists the actions in: the order of the work."""
 
 @command("questions", "Draft, lint, split, import, export and review your own question file.")
 def _questions(p: argparse.ArgumentParser) -> Handler:
-    from . import questions_io  # noqa: F401  (registers import, export and review)
-
     sub = p.add_subparsers(dest="questions_action", metavar="ACTION", required=True)
-    for name, (help_text, configure) in ACTIONS.items():
+    for name in sorted(ACTIONS, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
+        help_text, configure = ACTIONS[name]
         nested = sub.add_parser(name, help=help_text, description=help_text)
         nested.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
                             help="where collections live (overrides $GROUNDKIT_HOME)")
@@ -50,11 +45,6 @@ def _questions(p: argparse.ArgumentParser) -> Handler:
         return chosen(args)
 
     return run
-
-
-def collection_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--collection", "-c", required=True, metavar="NAME",
-                   help="the collection the quotes are spans of (as indexed now)")
 
 
 @action("lint", "Check a question file against a collection: quotes, paraphrases, duplicates, "
@@ -110,19 +100,6 @@ def print_lint(data: dict[str, Any], show: int) -> None:
         print(f"{f['level']}: {f['message']}")
     if len(data["findings"]) > show:
         print(f"… and {len(data['findings']) - show} more (--show N, or --json)")
-
-
-def write_rows(path: str, rows: list[dict[str, Any]], *, force: bool = False) -> None:
-    """Question lines to ``path`` (refusing to replace a file unless ``force``)."""
-    from pathlib import Path
-
-    from ..errors import UsageError
-
-    target = Path(path)
-    if target.exists() and not force:
-        raise UsageError(f"{path} exists; choose another --out or pass --force to replace it")
-    target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                      encoding="utf-8")
 
 
 @action("draft", "Draft a question file from the collection: sampled passages with exact "

@@ -6,7 +6,7 @@ import argparse
 from collections import Counter
 from typing import Any
 
-from .questions import Action, action, collection_argument, write_rows
+from .questions_base import Action, action, collection_argument, write_rows
 from .registry import emit
 
 
@@ -83,8 +83,8 @@ def _export(p: argparse.ArgumentParser) -> Action:
 
         from ..errors import UsageError
         from ..questions.documents import Indexed
+        from ..questions.files import read_rows
         from ..questions.interchange import write
-        from ..questions.splitfile import read_rows
 
         rows = read_rows(args.file)
         kept = [r for r in rows if r.get("status") != "draft"]

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
 from ..retrieval import gate
 from ..text.analysis import split_tokens
 from . import needs
 from .documents import Indexed
+from .files import read_text
 from .model import USER_RULES, Answer, Question
 from .parse import DRAFT_PROBLEM, QUESTION_ID, find_all, parse_lines
-from .rules import content_stems, question_problems
+from .rules import content_stems, set_problems
 
 LEAK_WORDS = 6
 """A question copying this many consecutive words of its quote leaks it (BM25 finds it
@@ -88,26 +88,13 @@ class LintReport:
                 "counts": self.counts, "measurements": self.measurements}
 
 
-def read_text(path: str | Path) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read the questions file {path}: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 (byte {exc.start})") from None
-
-
 def lint(path: str | Path, indexed: Indexed, *, alpha: float = gate.ALPHA) -> LintReport:
     """Every check of the module docstring, on ``path`` against ``indexed``."""
     text = read_text(path)
     report = LintReport(str(path), indexed.name, indexed.generation)
     parsed, problems, incomplete = parse_lines(text, Path(path).name, indexed.documents,
                                                LINT_RULES)
-    for q in parsed:
-        problems += question_problems(q, indexed.documents, LINT_RULES,
-                                      complete=q.id not in incomplete)
+    problems += set_problems(parsed, indexed.documents, LINT_RULES, incomplete)
     report.findings += [_classified(p) for p in problems]
     report.questions = parsed
     report.quotes = [quote_record(q, role, a, indexed) for q in parsed

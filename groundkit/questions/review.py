@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .documents import Indexed
+from .files import read_rows, write_rows
 from .parse import find_all
 from .rules import shared_stems
-from .splitfile import read_rows, write_rows
 
 AROUND = 240
 """Characters of the document shown on each side of the passage."""

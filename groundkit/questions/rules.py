@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -130,6 +131,18 @@ def question_problems(q: Question, docs: Mapping[str, str], rules: Rules, *,
         if rules.domains:
             problems += _domain_problems(q, docs)
     return problems
+
+
+def set_problems(questions: Sequence[Question], docs: Mapping[str, str], rules: Rules,
+                 incomplete: Collection[str], *, checks: bool = True) -> list[str]:
+    """Every question's :func:`question_problems` (its trait, probe and domain checks only
+    with ``checks``, and never for a question in ``incomplete``), then repeated ids."""
+    problems = []
+    for q in questions:
+        problems += question_problems(q, docs, rules, complete=checks and q.id not in incomplete)
+    ids = Counter(q.id for q in questions)
+    return problems + [f"{qid}: duplicate question id ({n} times)"
+                       for qid, n in ids.items() if n > 1]
 
 
 def _trait_problems(q: Question, docs: Mapping[str, str], rules: Rules) -> list[str]:

@@ -14,52 +14,15 @@ part (questions added since); ``force`` deals them all anew.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .files import read_rows, write_rows
 from .model import KINDS, PARTS, Answer, Question
 from .split import assign, counts
 
 _NEAR = Answer(doc_id="", quote="", occurrence=None, start=0, end=0)
-
-
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The JSON objects of a question file, one a line (blank lines skipped)."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the questions file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 (byte {exc.start})") from None
-    rows = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
-            raise UsageError(f"{path}:{number}: a question must be a JSON object with an id")
-        rows.append(obj)
-    return rows
-
-
-def write_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Replace ``path`` atomically with ``rows``, one JSON object a line."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _question(row: dict[str, Any]) -> Question:

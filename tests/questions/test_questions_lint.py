@@ -94,6 +94,9 @@ def test_duplicates_are_errors_near_duplicates_and_leaks_warnings(
         "q0014: nearly the same question as q0002"]
     leak = messages(report, "leak")
     assert len(leak) == 1 and leak[0].startswith("q0015: the question copies 7 consecutive")
+    rows.append({**rows[0], "question": "How long is a deployment log retained?"})
+    code, report = lint(capsys, write_lines(tmp_path / "q.jsonl", rows))
+    assert "q0001: duplicate question id (2 times)" in messages(report, "duplicate")
 
 
 def test_drafts_are_errors_until_accepted(

@@ -98,3 +98,16 @@ def test_grk_eval_calibrates_its_gate_on_the_calibration_part_and_reports_the_te
     no_answer = {r["id"] for r in rows_with_no_answers() if r["kind"] == "no_answer"}
     assert shipped["n0"] == sum(1 for q in no_answer if split[q] == "calibration")
     assert {q["query_id"]: q["split"] for q in report["questions"]} == split
+
+
+def test_grk_eval_refuses_a_file_with_drafts(
+        make_tree: TreeMaker, home: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", str(make_tree(DOCS)), "-c", "ops"]) == 0
+    draft = entry("q0300", "Who signs the tags?", doc="eng/release.md", status="draft",
+                  quote="The release manager signs the tag with the team key.")
+    path = write_lines(tmp_path / "q.jsonl", [*good_rows(), draft])
+    capsys.readouterr()
+    assert main(["eval", "--collection", "ops", "--questions", str(path), "--out",
+                 str(tmp_path / "out")]) == 4
+    assert "q0300: a draft, not yet accepted by a person" in capsys.readouterr().err
