@@ -87,7 +87,10 @@ class Aligner:
     def places(self, context: str, doc_hint: str | None = None) -> list[tuple[str, int]]:
         """Every ``(doc_id, start)`` where ``context`` occurs word for word."""
         docs = self.indexed.documents
-        return [(d, s) for d in self.scope(doc_hint) for s in find_all(docs[d], context)]
+        scope = self.scope(doc_hint)
+        if len(scope) > 1:
+            scope = self.indexed.words.containing(context)
+        return [(d, s) for d in scope for s in find_all(docs[d], context)]
 
     @staticmethod
     def _ambiguous(found: list[tuple[str, int]]) -> Unaligned:

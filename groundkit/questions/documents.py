@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import store
 from ..collection import Collection
@@ -19,7 +19,7 @@ from ..collection.home import Home
 from ..errors import DecodeError, IntegrityError
 from ..extract.reread import as_indexed
 from ..sources import decode_bytes
-from ..text.analysis import Analyzer
+from ..text.analysis import Analyzer, split_tokens
 from ..verify import Unreadable, read_inside
 
 
@@ -55,6 +55,47 @@ class ChunkSpan:
     end: int
 
 
+class Words:
+    """Which documents hold which surface tokens: narrows an exact-text search.
+
+    A text can occur in a document only if the document holds every one of the
+    text's *interior* tokens (its first and last may be cut mid-word); a text of
+    fewer than three tokens narrows nothing. The answer is then checked by an
+    exact search, so this never changes a result, only how many documents are read.
+    """
+
+    def __init__(self, documents: dict[str, str]) -> None:
+        self._documents = documents
+        self._postings: dict[str, set[str]] | None = None
+
+    def _built(self) -> dict[str, set[str]]:
+        if self._postings is None:
+            postings: dict[str, set[str]] = defaultdict(set)
+            for doc_id, text in self._documents.items():
+                for token in set(split_tokens(text)):
+                    postings[token].add(doc_id)
+            self._postings = dict(postings)
+        return self._postings
+
+    def candidates(self, text: str) -> list[str]:
+        """The documents that may contain ``text`` (sorted), a superset of those that do."""
+        tokens = split_tokens(text)[1:-1]
+        if not tokens:
+            return sorted(self._documents)
+        postings = self._built()
+        sets = sorted((postings.get(t, set()) for t in set(tokens)), key=len)
+        found = set(sets[0])
+        for other in sets[1:]:
+            found &= other
+            if not found:
+                break
+        return sorted(found)
+
+    def containing(self, text: str) -> list[str]:
+        """The documents that contain ``text`` word for word (sorted)."""
+        return [d for d in self.candidates(text) if text in self._documents[d]]
+
+
 @dataclass(frozen=True, slots=True)
 class Indexed:
     """One generation of a collection: documents as indexed, their chunks, the analyzer."""
@@ -65,6 +106,10 @@ class Indexed:
     chunks: dict[str, list[ChunkSpan]]
     """doc_id -> its chunks by start offset."""
     analyzer: Analyzer
+    words: Words = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "words", Words(self.documents))
 
     @classmethod
     def open(cls, name: str, home: Home = None) -> Indexed:

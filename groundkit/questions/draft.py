@@ -87,7 +87,7 @@ def _worth_asking(quote: str, indexed: Indexed) -> bool:
 
 
 def _elsewhere(quote: str, doc_id: str, indexed: Indexed) -> bool:
-    return any(quote in t for d, t in indexed.documents.items() if d != doc_id)
+    return indexed.words.containing(quote) != [doc_id]
 
 
 def sample(pool: dict[str, list[Passage]], n: int, seed: int,

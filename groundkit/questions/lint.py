@@ -141,8 +141,7 @@ def quote_record(q: Question, role: str, a: Answer, indexed: Indexed) -> dict[st
     chunks = indexed.chunks_over(a.doc_id, a.start, a.end)
     whole = [c.chunk_id for c in chunks if c.start <= a.start and a.end <= c.end]
     cited = {b.doc_id for _, b in spans(q)}
-    elsewhere = sorted(d for d, t in indexed.documents.items()
-                       if d not in cited and a.quote in t)
+    elsewhere = [d for d in indexed.words.containing(a.quote) if d not in cited]
     return {"question": q.id, "role": role, "doc_id": a.doc_id, "start": a.start,
             "end": a.end, "occurrences": len(find_all(indexed.documents[a.doc_id], a.quote)),
             "occurrence": a.occurrence, "other_documents": elsewhere,
