@@ -30,11 +30,10 @@ from typing import Any
 from ..answer.sentences import Unit, units
 from ..collection import Collection
 from ..collection.home import Home
-from ..text.analysis import split_tokens
+from ..text.analysis import LUCENE_STOPWORDS, split_tokens
 from .documents import Indexed
 from .model import KINDS
 from .parse import find_all
-from .rules import paraphrase_stopwords
 
 MIN_CHARS, MAX_CHARS, MIN_TERMS = 40, 400, 5
 QUOTED = ("sentence", "item", "row")
@@ -183,7 +182,7 @@ def probe(a: str, b: str) -> str:
 
 def _salient_words(per_doc: dict[str, set[str]]) -> dict[str, list[str]]:
     """Per document, its words found in few documents (rarest first), letters only."""
-    stop = paraphrase_stopwords()
+    stop = LUCENE_STOPWORDS
     df: Counter[str] = Counter(w for words in per_doc.values() for w in words)
     cap = max(2, len(per_doc) // 4)
     out = {}

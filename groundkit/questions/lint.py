@@ -6,7 +6,9 @@ several times without ``occurrence``), a ``paraphrase`` question sharing a
 content-word stem with its quote (:func:`.rules.shared_stems`, the golden
 rule), a probe found in the documents, a draft not yet accepted, an empty
 question, the same question twice. Warnings (it can be used, but says less than
-it seems to): a quote found in other documents too, near-duplicate questions, a
+it seems to): a quote found in other documents too, near-duplicate questions (index
+terms, as the collection's analyzer makes them, :data:`NEAR_JACCARD` alike, and the
+texts :data:`NEAR_RATIO` similar by :mod:`difflib`), a
 question leaking its quote (a run of :data:`LEAK_WORDS` or more words copied
 from it), and counts short of what a measurement needs (:mod:`.needs`).
 """
@@ -22,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..retrieval import gate
-from ..text.analysis import split_tokens
+from ..text.analysis import Analyzer, split_tokens
 from . import needs
 from .documents import Indexed
 from .files import read_text
 from .model import USER_RULES, Answer, Question
 from .parse import DRAFT_PROBLEM, QUESTION_ID, find_all, parse_lines
-from .rules import content_stems, set_problems
+from .rules import set_problems
 
 LEAK_WORDS = 6
 """A question copying this many consecutive words of its quote leaks it (BM25 finds it
@@ -100,7 +102,7 @@ def lint(path: str | Path, indexed: Indexed, *, alpha: float = gate.ALPHA) -> Li
     report.quotes = [quote_record(q, role, a, indexed) for q in parsed
                      for role, a in spans(q)]
     report.findings += _quote_findings(report.quotes)
-    report.findings += duplicates(parsed)
+    report.findings += duplicates(parsed, indexed.analyzer)
     report.findings += list(leaks(parsed))
     report.counts = needs.counts(parsed, LINT_RULES.traits)
     report.measurements, short = needs.measurements(
@@ -171,7 +173,7 @@ def normalised(text: str) -> str:
     return " ".join(split_tokens(text))
 
 
-def duplicates(questions: Sequence[Question]) -> list[Finding]:
+def duplicates(questions: Sequence[Question], analyzer: Analyzer) -> list[Finding]:
     """The same question twice (an error) and near duplicates (a warning)."""
     asked = [q for q in questions if q.question.strip()]
     keys = {q.id: normalised(q.question) for q in asked}
@@ -184,12 +186,13 @@ def duplicates(questions: Sequence[Question]) -> list[Finding]:
                                f"{first[key]}", q.id))
         else:
             first.setdefault(key, q.id)
-    out += _near_duplicates([q for q in asked if first[keys[q.id]] == q.id], keys)
+    out += _near_duplicates([q for q in asked if first[keys[q.id]] == q.id], keys, analyzer)
     return out
 
 
-def _near_duplicates(asked: Sequence[Question], keys: dict[str, str]) -> list[Finding]:
-    stems = {q.id: content_stems(q.question) for q in asked}
+def _near_duplicates(asked: Sequence[Question], keys: dict[str, str],
+                     analyzer: Analyzer) -> list[Finding]:
+    stems = {q.id: set(analyzer.analyze(q.question)) for q in asked}
     index: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(asked):
         for s in stems[q.id]:

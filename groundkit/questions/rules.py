@@ -49,7 +49,7 @@ def glasgow_stopwords() -> frozenset[str]:
     try:
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
     except ImportError as exc:
-        raise MissingDependencyError("scikit-learn", "dense", "the Glasgow stopword list") from exc
+        raise MissingDependencyError("scikit-learn", "evals", "the Glasgow stopword list") from exc
     return frozenset(ENGLISH_STOP_WORDS)
 
 
