@@ -13,7 +13,7 @@ each one to an exact span (:mod:`.align`), and lists what it could not align.
   Read: a positive qrel names a corpus passage, whose text is aligned (the title,
   when it is a collection path, narrows the search); a qrel naming a whole file has
   no passage to quote, unless the query's metadata carries the quotes.
-* **RAGAS** (JSON lines or a JSON list): ``user_input`` (or ``question``),
+* **RAGAS** (JSON lines, a JSON list, or ``to_csv``'s CSV): ``user_input`` (or ``question``),
   ``reference_contexts`` (or ``contexts``), ``reference`` (or ``ground_truth``).
   Written with the quotes as reference contexts and as the reference; a no-answer
   question has no contexts.
@@ -24,6 +24,7 @@ each one to an exact span (:mod:`.align`), and lists what it could not align.
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import re
@@ -38,7 +39,7 @@ from .align import Aligned, Aligner
 from .parse import find_all
 
 FORMATS = {"beir": "a BEIR folder (queries.jsonl, qrels/test.tsv, corpus.jsonl)",
-           "ragas": "a RAGAS test set (JSON lines: user_input, reference_contexts, reference)",
+           "ragas": "a RAGAS test set (JSON lines or CSV: user_input, reference_contexts)",
            "llamaindex": "a LlamaIndex question-context JSON (queries, corpus, relevant_docs)"}
 _NODE = re.compile(r"(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)")
 
@@ -84,9 +85,25 @@ def _json_lines(path: Path) -> list[Any]:
         raise UsageError(f"{path}: invalid JSON: {exc.msg} (line {exc.lineno})") from None
 
 
+def _ragas_csv(path: Path) -> list[dict[str, Any]]:
+    """RAGAS's ``to_csv``: list columns are written as Python list literals."""
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = [dict(r) for r in csv.DictReader(f)]
+    for row in rows:
+        for key in ("reference_contexts", "contexts"):
+            value = row.get(key)
+            if isinstance(value, str):
+                try:
+                    row[key] = ast.literal_eval(value) if value.strip() else []
+                except (ValueError, SyntaxError):
+                    raise UsageError(f"{path}: {key} {value[:60]!r} is not a list") from None
+    return rows
+
+
 def _read_ragas(path: Path) -> list[Foreign]:
     out = []
-    for i, row in enumerate(_json_lines(path), start=1):
+    records = _ragas_csv(path) if path.suffix.lower() == ".csv" else _json_lines(path)
+    for i, row in enumerate(records, start=1):
         if not isinstance(row, dict):
             raise UsageError(f"{path}: record {i} is not a JSON object")
         question = row.get("user_input", row.get("question"))

@@ -87,6 +87,23 @@ def test_rewrapped_typographic_and_edited_contexts_align_or_are_reported(
     assert {a["doc_id"] for a in rows["6"]["answers"]} == {"ops/oncall.md", "ops/oncall-copy.md"}
 
 
+def test_a_ragas_csv_reads_its_list_columns(
+        ops: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+
+    path = tmp_path / "set.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["user_input", "reference_contexts", "reference"])
+        writer.writerow(["When is a release branch cut?",
+                         repr(["A release branch is cut on the first Tuesday of each month."]),
+                         "the first Tuesday"])
+        writer.writerow(["Which cloud hosts the backups?", "[]", ""])
+    back = tmp_path / "back.jsonl"
+    report = run(capsys, "import", "ragas", str(path), "-c", "ops", "--out", str(back))
+    assert report["kinds"] == {"answerable": 1, "no_answer": 1} and report["unaligned"] == []
+
+
 def test_a_beir_qrel_on_a_whole_file_has_no_passage_to_quote(
         ops: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "beir"
