@@ -8,8 +8,10 @@ line in one seeded file, ``index_collection`` with that file as the only dirty p
 
 Every update's wall time is split by wrapping the pipeline's steps with
 ``time.perf_counter`` (``--steps``, module:attribute names; a step's time includes the
-steps it calls). ``--cprofile FILE`` also writes the last update's cProfile stats (read
-them with ``python -m pstats``); for native frames run the script under ``py-spy record``.
+steps it calls); ``cpu`` is the process's CPU time over the update (less sensitive to a
+loaded machine than wall time). ``--cprofile FILE`` also writes the last update's
+cProfile stats (read them with ``python -m pstats``); for native frames run the script
+under ``py-spy record``.
 Prints one JSON line per update and a summary (median of each step).
 
     python bench/profile_update.py --size 100000 --edits 3
@@ -120,7 +122,7 @@ def main() -> None:
         TIMES.clear()
         path = rng.choice(paths)
         profiler = cProfile.Profile() if args.cprofile and n == args.edits - 1 else None
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if profiler:
             profiler.enable()
         path.write_text(f"zqprof{time.time_ns()}x\n\n" + path.read_text(encoding="utf-8"),
@@ -130,7 +132,7 @@ def main() -> None:
         if profiler:
             profiler.disable()
             profiler.dump_stats(args.cprofile)
-        run = {"total": time.perf_counter() - start, **TIMES}
+        run = {"total": time.perf_counter() - start, "cpu": time.process_time() - cpu, **TIMES}
         runs.append(run)
         print(json.dumps({k: round(v, 3) for k, v in run.items()}), flush=True)
     summary = {k: round(statistics.median(r.get(k, 0.0) for r in runs), 3) for k in runs[0]}
