@@ -11,34 +11,27 @@ cycles through the cells of (position in the document: start, middle, end) x
 (length: short, medium, long), so neither the top of each file nor one length
 dominates.
 
-No-answer drafts pair two salient words of one document that never occur within
-:data:`NEAR` words of each other anywhere in the collection. Their probes are
-those two patterns (checked absent, so the lint passes them), and the near miss
-is the passage BM25 ranks first for the two words: the most confusable place,
-which a question joining them seems to be about but which does not answer it.
+No-answer drafts come from :mod:`.noanswer`.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..answer.sentences import Unit, units
 from ..collection import Collection
 from ..collection.home import Home
-from ..text.analysis import LUCENE_STOPWORDS, split_tokens
 from .documents import Indexed
 from .model import KINDS
+from .noanswer import no_answer_entries
 from .parse import find_all
 
 MIN_CHARS, MAX_CHARS, MIN_TERMS = 40, 400, 5
 QUOTED = ("sentence", "item", "row")
-NEAR = 6
-"""Words between the two words of a no-answer probe."""
 CELLS = [(p, s) for p in range(3) for s in range(3)]
 
 
@@ -142,70 +135,5 @@ def draft(name: str, *, n: int = 50, no_answer: int | None = None, seed: int = 0
     rows = [answerable_entry(f"q{i:04d}", p, indexed.documents) for i, p in enumerate(picked, 1)]
     wanted = n // 5 if no_answer is None else no_answer
     with Collection.open(name, home) as coll:
-        rows += list(no_answer_entries(indexed, coll, pool, wanted, seed, first=len(rows) + 1))
+        rows += list(no_answer_entries(indexed, coll, wanted, seed, first=len(rows) + 1))
     return rows
-
-
-def no_answer_entries(indexed: Indexed, coll: Collection, pool: dict[str, list[Passage]],
-                      wanted: int, seed: int, *, first: int) -> Iterator[dict[str, Any]]:
-    rng = random.Random(f"{seed}:no_answer")
-    docs = sorted(pool)
-    rng.shuffle(docs)
-    made, tries = 0, 0
-    per_doc = {d: set(split_tokens(t)) for d, t in indexed.documents.items()}
-    salient = _salient_words(per_doc)
-    while made < wanted and tries < 20 * max(1, wanted) and docs:
-        tries += 1
-        words = salient.get(docs[tries % len(docs)], [])
-        if len(words) < 2:
-            continue
-        a, b = rng.sample(words[:12], 2)
-        probes = [probe(a, b), probe(b, a)]
-        both = [indexed.documents[d] for d, w in per_doc.items() if a in w and b in w]
-        if any(re.search(p[3:], t, re.IGNORECASE) for p in probes for t in both):
-            continue
-        near = _near_miss(coll, indexed, f"{a} {b}")
-        if near is None:
-            continue
-        yield {"id": f"q{first + made:04d}", "kind": "no_answer", "question": "", "traits": [],
-               "answers": [], "probes": probes, "near_miss": near, "status": "draft",
-               "notes": f"drafted: '{a}' and '{b}' never occur within {NEAR} words of each "
-                        "other; ask something joining them that the near miss seems to, but "
-                        "does not, answer"}
-        made += 1
-
-
-def probe(a: str, b: str) -> str:
-    """``re:`` a probe: ``a``, then ``b`` within :data:`NEAR` words."""
-    return rf"re:\b{re.escape(a)}\b\W+(?:\w+\W+){{0,{NEAR}}}?{re.escape(b)}\b"
-
-
-def _salient_words(per_doc: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Per document, its words found in few documents (rarest first), letters only."""
-    stop = LUCENE_STOPWORDS
-    df: Counter[str] = Counter(w for words in per_doc.values() for w in words)
-    cap = max(2, len(per_doc) // 4)
-    out = {}
-    for d, words in per_doc.items():
-        keep = [w for w in words if w.isalpha() and len(w) >= 4 and w not in stop
-                and 1 <= df[w] <= cap]
-        out[d] = sorted(keep, key=lambda w: (df[w], w))
-    return out
-
-
-def _near_miss(coll: Collection, indexed: Indexed, query: str) -> dict[str, str] | None:
-    """The best unit of BM25's first hit for ``query``, as an exact, unique quote."""
-    words = set(split_tokens(query))
-    for hit in coll.search(query, top_k=3):
-        c = hit.chunk
-        text = indexed.documents.get(c.doc_id)
-        if text is None:
-            continue
-        spans = [u for u in units(text) if c.start <= u.start and u.end <= c.end
-                 and u.kind in QUOTED]
-        spans.sort(key=lambda u: -len(words & set(split_tokens(text[u.start:u.end]))))
-        for u in spans:
-            quote = text[u.start:u.end]
-            if len(find_all(text, quote)) == 1:
-                return {"doc_id": c.doc_id, "quote": quote}
-    return None
