@@ -17,7 +17,7 @@ the worker's peak RSS.
     python bench/bench_ann.py                                  # 20k, 100k
     python bench/bench_ann.py --sizes 20000,100000,1000000 --builds hnsw_sq,pq
 
-Writes ``.bench/ann.json``.
+Writes ``.bench/ann.json``; ``--table FILE...`` prints the trade-off table of result files.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import argparse
 import dataclasses
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -49,6 +48,7 @@ TOP = 10
 # Build settings by name; {n} is replaced by a partition count for the size.
 BUILDS: dict[str, dict[str, Any]] = {
     "hnsw_sq": {"kind": "ivf_hnsw_sq", "partitions": 1},
+    "hnsw_sq_efc100": {"kind": "ivf_hnsw_sq", "partitions": 1, "ef_construction": 100},
     "hnsw_sq_m32": {"kind": "ivf_hnsw_sq", "partitions": 1, "m": 32},
     "hnsw_sq_p8": {"kind": "ivf_hnsw_sq", "partitions": 8},
     "pq": {"kind": "ivf_pq", "partitions": "sqrt"},
@@ -57,7 +57,7 @@ BUILDS: dict[str, dict[str, Any]] = {
 }
 # Search settings per index kind: every one is measured on every index of that kind.
 SEARCHES: dict[str, list[dict[str, Any]]] = {
-    "ivf_hnsw_sq": [{"ef": ef, "candidates": c} for ef in (50, 100, 200) for c in (1, 2, 4)],
+    "ivf_hnsw_sq": [{"ef": ef, "candidates": c} for ef in (100, 200, 400) for c in (1, 2)],
     "ivf_hnsw_pq": [{"ef": ef, "candidates": c, "refine_factor": r}
                     for ef in (100, 200) for c in (1, 4) for r in (None, 5)],
     "ivf_pq": [{"nprobes": p, "candidates": c, "refine_factor": r}
@@ -104,8 +104,17 @@ def worker(directory: Path, queries_file: Path, searches: list[dict[str, Any]]) 
             index.params = dataclasses.replace(base, **search)
             out["ann"].append({"search": search, **_timed(
                 lambda q: store.search(q, TOP, exact=False), queries)})
-    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["peak_rss_mib"] = _hwm_mib()
     return out
+
+
+def _hwm_mib() -> float:
+    """This process's peak RSS (``VmHWM``: unlike ``ru_maxrss`` not inherited across exec)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
 
 
 def _timed(search: Any, queries: np.ndarray) -> dict[str, Any]:
@@ -181,6 +190,31 @@ def one_size(n: int, real: np.ndarray, queries_file: Path, builds: list[str], se
     return row
 
 
+def table(paths: list[Path]) -> str:
+    """A markdown trade-off table from result files: exact, then each index and setting."""
+    lines = ["| vectors | search | build s | index MiB | open s | worker peak RSS MiB "
+             "| p50 / p99 ms | recall@10 |", "|---:|---|---:|---:|---:|---:|---|---:|"]
+    for path in paths:
+        for row in json.loads(path.read_text())["sizes"]:
+            n, ex = f"{row['size']:,}", row["exact"]
+            lines.append(f"| {n} | exact (numpy) | {row['store_write_s']} (store) | - | "
+                         f"{ex['open_s']} | {ex['peak_rss_mib']:.0f} | {_ms(ex)} | 1.0 |")
+            for ix in row["indexes"]:
+                p = ix["params"]
+                label = f"{p['kind']} m={p['m']} efc={p['ef_construction']}" \
+                    if "hnsw" in p["kind"] else f"{p['kind']} nlist={p['partitions']}"
+                for s in ix["searches"]:
+                    knobs = ", ".join(f"{k}={v}" for k, v in s["search"].items())
+                    lines.append(f"| {n} | {label}; {knobs} | {ix['index_build_s']} | "
+                                 f"{ix['index_bytes'] / 2**20:.1f} | {ix['ann_open_s']} | "
+                                 f"{ix['peak_rss_mib']:.0f} | {_ms(s)} | {s['recall_at_10']} |")
+    return "\n".join(lines)
+
+
+def _ms(entry: dict[str, Any]) -> str:
+    return f"{entry['latency_ms']['p50_ms']:.2f} / {entry['latency_ms']['p99_ms']:.1f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="20000,100000", help="comma-separated vector counts")
@@ -191,13 +225,23 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--cache", type=Path, default=ROOT / ".bench")
     parser.add_argument("--out", type=Path, default=None, help="JSON (default .bench/ann.json)")
+    parser.add_argument("--ef", default=None,
+                        help="HNSW search ef values to measure, comma-separated "
+                        "(default 100,200,400, each with candidates 1 and 2)")
+    parser.add_argument("--table", type=Path, nargs="+",
+                        help="print a markdown table from these result files and exit")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--queries-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--searches", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.queries_file, json.loads(args.searches))))
         return 0
+    if args.ef:
+        SEARCHES["ivf_hnsw_sq"] = [{"ef": int(ef), "candidates": 2} for ef in args.ef.split(",")]
     real = real_vectors(args.real, args.cache)
     queries_file = args.cache / "ann" / f"queries-{args.real}-{args.queries}-{args.seed}.npy"
     query_vectors(args.real, args.queries, args.seed, args.cache)

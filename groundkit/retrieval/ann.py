@@ -56,10 +56,10 @@ class AnnParams:
     m: int = 20
     ef_construction: int = 300
     nprobes: int = 1
-    ef: int = 100
+    ef: int = 400
     refine_factor: int | None = None
     """LanceDB's own re-ranking of ``refine_factor x`` its limit with the full vectors."""
-    candidates: int = 4
+    candidates: int = 2
     """Ask LanceDB for ``candidates x top_k`` ids, then score them exactly."""
 
     def __post_init__(self) -> None:
