@@ -31,8 +31,9 @@ DENSE = 16
 postings per block (below, plain MaxScore costs less than the blocks' bookkeeping)."""
 FILES = ("block_slots", "block_steps", "block_quanta")
 """The stored arrays; an index written before them has none (plain MaxScore answers)."""
-_CHUNK = 1 << 22
-"""Postings per vectorised pass at build (its temporaries stay near 100 MB)."""
+_CHUNK = 1 << 20
+"""Postings per vectorised pass at build (whole lists; its temporaries stay near 40 MB
+unless one list is longer)."""
 
 
 def n_blocks(n_docs: int, shift: int = BLOCK_SHIFT) -> int:
