@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,3 +111,31 @@ def test_a_corrupted_index_in_a_published_generation_fails_closed(
             assert coll.search("refund logs", mode="dense", exact=True)
     assert main(["check", "k"]) != 0
     assert "index.idx" in capsys.readouterr().out
+
+
+def test_the_cli_builds_with_ann_on_and_searches_exactly_on_request(
+    make_tree: TreeMaker, home: Path, server: OllamaStandin, capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = make_tree(docs(300))
+    embed = ["--embed", "ollama:nomic-embed-text", "--ollama-host", server.url]
+    assert main(["index", str(root), "-c", "k", *embed, "--ann", "on", "--json"]) == 0
+    capsys.readouterr()
+    with Collection.open("k", home) as coll:
+        assert coll.snapshot.config["ann"] == "on"
+        assert coll.snapshot.vectors().ann_entry is not None
+    query = ["search", VOCABULARY[3], "-c", "k", "--mode", "dense", "--json", "--no-collapse"]
+    assert main([*query, "--exact"]) == 0
+    exact = [h["chunk_id"] for h in json.loads(capsys.readouterr().out)["hits"]]
+    assert main(query) == 0
+    approx = [h["chunk_id"] for h in json.loads(capsys.readouterr().out)["hits"]]
+    assert len(exact) == 10 and len(set(exact) & set(approx)) >= 9
+    assert main(["index", str(root), "-c", "k", "--ann", "on"]) != 0  # no --embed
+    assert "--ann only applies with --embed" in capsys.readouterr().err
+
+
+def test_the_eval_harness_pins_exact_search_for_dense_and_hybrid() -> None:
+    from evals.engines import pinned_exact
+
+    assert pinned_exact("dense", {}) == {"exact": True}
+    assert pinned_exact("hybrid", {"rrf_k": 60}) == {"rrf_k": 60, "exact": True}
+    assert pinned_exact("bm25", {}) == {}
