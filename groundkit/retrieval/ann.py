@@ -56,7 +56,7 @@ class AnnParams:
     m: int = 20
     ef_construction: int = 300
     nprobes: int = 1
-    ef: int = 400
+    ef: int = 800
     refine_factor: int | None = None
     """LanceDB's own re-ranking of ``refine_factor x`` its limit with the full vectors."""
     candidates: int = 2
