@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd conformance clean
+.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd conformance clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -109,6 +109,22 @@ eval: $(STAMP) lucene qmd ## index golden v4, run every default stage, write rep
 	  --expected evals/expected/golden-v4.json
 	$(PY) -m evals check --data $(DATA) --html-dir reports
 	$(PY) -m evals shift --data $(DATA)
+	@$(MAKE) --no-print-directory eval-meta
+
+# Evidence across collections (ADR-0017): the dense and hybrid stages on the external suites
+# small enough to embed here (their vectors cached in .cache/external/embeddings), then every
+# stage against bm25 pooled over golden v4's domains and those suites; make eval's last step.
+# Order matters: of suites sharing questions the first is pooled (CISI's first 35 queries are
+# ADI's, so ADI is read, listed and left out).
+META_DATASETS ?= cranfield cisi medline adi
+META_STAGES   := bm25 dense-minilm hybrid-rrf60 hybrid-convex hybrid-rrf10 hybrid-rrf30 hybrid-rrf100
+
+eval-meta: $(STAMP) ## pool every stage against bm25 over golden v4's domains and the small external suites
+	@for d in $(META_DATASETS); do \
+	  $(PY) -m evals run --dataset $$d --stages $(META_STAGES) --data $(DATA) \
+	    --out evals/results/meta || exit $$?; done
+	$(PY) -m evals meta evals/results/latest.json $(META_DATASETS:%=evals/results/meta/%.json) \
+	  --html reports/meta.html --json evals/results/meta.json --expected evals/expected/meta.json
 
 eval-v3: $(STAMP) ## the same run on golden v3 (before the archive slice), with its own gates
 	$(PY) -m evals run --golden golden/v3 --out evals/results/v3 --html reports/latest-v3.html \
