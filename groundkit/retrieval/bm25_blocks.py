@@ -31,9 +31,6 @@ DENSE = 16
 postings per block (below, plain MaxScore costs less than the blocks' bookkeeping)."""
 FILES = ("block_slots", "block_steps", "block_quanta")
 """The stored arrays; an index written before them has none (plain MaxScore answers)."""
-_CHUNK = 1 << 20
-"""Postings per vectorised pass at build (whole lists; its temporaries stay near 40 MB
-unless one list is longer)."""
 
 
 def n_blocks(n_docs: int, shift: int = BLOCK_SHIFT) -> int:
@@ -45,7 +42,8 @@ def block_maxima(indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
                  negative: bool) -> dict[str, npt.NDArray[Any]]:
     """The block arrays (module docstring; blocks of ``2**BLOCK_SHIFT`` documents) of a
     term-major index; none for one with negative scores (the compiled kernel does not
-    answer those)."""
+    answer those). One pass per long list (0.6 s of CPU at 10^6 passages, 1,845 lists;
+    temporaries the size of the longest list)."""
     shift = BLOCK_SHIFT
     df = np.diff(indptr)
     nb = n_blocks(n_docs, shift)
@@ -54,31 +52,15 @@ def block_maxima(indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
     slots[long_terms] = np.arange(len(long_terms), dtype=np.int32)
     quanta = np.zeros((len(long_terms), nb), dtype=np.uint8)
     steps = np.zeros(len(df), dtype=np.float32)
-    flat = quanta.reshape(-1)
-    for group in _groups(long_terms, df):  # whole lists, so each list's step is known
-        lengths = df[group]
-        firsts = np.cumsum(lengths) - lengths
-        at = np.arange(int(lengths.sum())) + np.repeat(indptr[group] - firsts, lengths)
-        group_scores = scores[at]
-        best = np.maximum.reduceat(group_scores, firsts).astype(np.float64)
-        step = _steps(best)
-        steps[group] = step
-        key = np.repeat(slots[group].astype(np.int64) * nb, lengths)
-        key += docs[at] >> shift  # (slot, block): non-decreasing, as lists ascend
-        starts = np.flatnonzero(np.diff(key, prepend=-1))
-        maxima = np.maximum.reduceat(group_scores, starts).astype(np.float64)
-        where = key[starts]
-        flat[where] = _whole_steps(maxima, step[where // nb - int(slots[group[0]])])
+    for slot, t in enumerate(long_terms.tolist()):
+        lo, hi = int(indptr[t]), int(indptr[t + 1])
+        blocks = docs[lo:hi] >> shift  # non-decreasing: a list's docs ascend
+        starts = np.flatnonzero(np.diff(blocks, prepend=-1))
+        maxima = np.maximum.reduceat(scores[lo:hi], starts).astype(np.float64)
+        step = _steps(maxima.max(keepdims=True))
+        steps[t] = step[0]
+        quanta[slot, blocks[starts]] = _whole_steps(maxima, step)
     return {"block_slots": slots, "block_steps": steps, "block_quanta": quanta}
-
-
-def _groups(terms: npt.NDArray[np.int64], df: npt.NDArray[np.int64]) -> list[Any]:
-    """``terms`` cut into runs of about ``_CHUNK`` postings (whole lists each)."""
-    if not len(terms):
-        return []
-    ends = np.cumsum(df[terms])
-    cuts = np.searchsorted(ends, np.arange(_CHUNK, int(ends[-1]), _CHUNK), side="right")
-    return [g for g in np.split(terms, np.unique(cuts)) if len(g)]
 
 
 def _steps(best: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -164,18 +164,6 @@ def test_block_bounds_bound_every_score_in_whole_power_of_two_steps(blocks):
         assert np.all(np.mod(bound / unit, 1.0) == 0.0)  # multiples of the unit: exact sums
 
 
-def test_the_block_arrays_do_not_depend_on_how_the_build_cuts_the_lists(blocks,
-                                                                       monkeypatch):
-    blocks(2)
-    docs = corpus(random.Random(6), 600, 40, 1)
-    whole = BM25Index.build(docs, SIMPLE)
-    monkeypatch.setattr(bm25_blocks, "_CHUNK", 97)  # many passes, some of one long list
-    cut = BM25Index.build(docs, SIMPLE)
-    assert len(whole._arrays["block_quanta"]) > 3
-    for name in bm25_blocks.FILES:
-        assert np.array_equal(whole._arrays[name], cut._arrays[name]), name
-
-
 def test_negative_scores_store_no_block_maxima_and_numpy_answers(blocks):
     blocks(1)
     docs = corpus(random.Random(8), 80, 12, 2)
