@@ -44,8 +44,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -230,14 +230,28 @@ def _scored_text(text: str, unit: Unit, header: bool) -> str:
     return f"{text[unit.context[0]:unit.context[1]]}\n{own}" if header and unit.context else own
 
 
-@lru_cache(maxsize=4096)
-def _analysed(index: BM25Index, text: str,
-              header: bool) -> tuple[tuple[Unit, tuple[int, ...]], ...]:
-    """A passage's units with their term ids, a row's with its header's too (cached:
-    passages recur across questions)."""
-    analyze = index.analyzer.analyze
-    return tuple((u, tuple(index.term_id(t) for t in analyze(_scored_text(text, u, header))))
-                 for u in units(text))
+Analysed = tuple[tuple[Unit, tuple[int, ...]], ...]
+_ANALYSED: WeakKeyDictionary[BM25Index, dict[tuple[str, bool], Analysed]] = WeakKeyDictionary()
+"""Each open index's analysed passages. Held weakly by the index, so an index closed or
+replaced by a newer generation (a long-running ``grk serve``) is freed with its mapped
+files, not kept alive by the cache."""
+ANALYSED_MAX = 4096
+"""Passages one index's cache holds before it starts again."""
+
+
+def _analysed(index: BM25Index, text: str, header: bool) -> Analysed:
+    """A passage's units with their term ids, a row's with its header's too (cached per
+    index: passages recur across questions)."""
+    cache = _ANALYSED.setdefault(index, {})
+    found = cache.get((text, header))
+    if found is None:
+        analyze = index.analyzer.analyze
+        found = tuple((u, tuple(index.term_id(t) for t in analyze(_scored_text(text, u, header))))
+                      for u in units(text))
+        if len(cache) >= ANALYSED_MAX:
+            cache.clear()
+        cache[(text, header)] = found
+    return found
 
 
 def _bm25(query: set[int], terms: Sequence[int], index: BM25Index, average: float) -> float:
