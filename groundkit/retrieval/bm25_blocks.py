@@ -11,7 +11,7 @@ keeps the compiled kernel's pruning decisions exact (``_bm25c.c``, ADR-0003).
 
 One byte per (long term, block) is stored with the index, not derived at open: deriving
 reads every posting of the long lists (about 1 GB at 10^6 passages) before the first
-query; stored, it is 14 MB there (1.2% of the index) and memory-mapped like the rest.
+query; stored, it is 17 MB there (1.5% of the index) and memory-mapped like the rest.
 ``block_maxima`` is called by ``bm25_build.score_postings``, so a full build and an
 incremental update (``bm25_update``) produce the same arrays.
 """
