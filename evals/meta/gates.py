@@ -14,13 +14,12 @@ result, never by hand; changing them is a deliberate commit (as :mod:`evals.scor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evals.score.gates import DEFAULT_TOLERANCE, GateFailure
-from groundkit.errors import GroundkitError
+from evals.score import gates as score_gates
+from evals.score.gates import DEFAULT_TOLERANCE, GateFailure, write
 
 PINNED = ("estimate", "ci_low", "ci_high", "pi_low", "pi_high", "i2")
 
@@ -66,17 +65,5 @@ def check(result: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise GroundkitError(f"cannot read pinned meta values {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("comparisons"), dict):
-        raise GroundkitError(f"{path}: pinned meta values need a 'comparisons' object")
-    return data
-
-
-def write(path: str | Path, expected: Mapping[str, Any]) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(expected, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return target
+    """A pinned meta file (``GroundkitError`` if unreadable or without ``comparisons``)."""
+    return score_gates.load(path, table="comparisons", what="pinned meta values")

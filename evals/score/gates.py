@@ -132,13 +132,15 @@ def expected_from(report: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLER
             "source": source, "stages": stages}
 
 
-def load(path: str | Path) -> dict[str, Any]:
+def load(path: str | Path, *, table: str = "stages",
+         what: str = "expected values") -> dict[str, Any]:
+    """A pinned file: a JSON object whose ``table`` is an object (``GroundkitError`` if not)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise GroundkitError(f"cannot read expected values {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
-        raise GroundkitError(f"{path}: expected values need a 'stages' object")
+        raise GroundkitError(f"cannot read {what} {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get(table), dict):
+        raise GroundkitError(f"{path}: {what} need a '{table}' object")
     return data
 
 
