@@ -6,7 +6,6 @@ import itertools
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from server_process import interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "attack-token-0123456789abcdef"
@@ -63,13 +63,7 @@ def http_server(home: Path, log: Path) -> Iterator[HttpServer]:
         server.session = open_session(server)
         yield server
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stdout.close()
+        interrupt(proc, proc.stdout)
 
 
 def open_session(server: HttpServer) -> dict[str, str]:

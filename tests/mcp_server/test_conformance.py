@@ -21,7 +21,6 @@ import json
 import os
 import re
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_process import interrupt
 
 from groundkit.collection import IndexConfig, index
 
@@ -132,13 +132,7 @@ def _serve(home: Path, *flags: str) -> Iterator[str]:
             assert line, "grk serve exited"
         yield line.split(" at ")[1].split()[0]
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stderr.close()
+        interrupt(proc, proc.stderr)
 
 
 def _run(suite: Path, url: str, out: Path, *args: str) -> dict[str, list[dict[str, Any]]]:

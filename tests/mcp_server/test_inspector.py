@@ -12,7 +12,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_process import interrupt
 
 from groundkit.collection import IndexConfig, index
 
@@ -112,13 +112,7 @@ def http_server(home: Path) -> Iterator[str]:
             assert line, "grk serve exited"
         yield line.split(" at ")[1].split()[0]
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stderr.close()
+        interrupt(proc, proc.stderr)
 
 
 def test_the_inspector_calls_the_tools_over_streamable_http(
