@@ -116,7 +116,7 @@ eval: $(STAMP) lucene qmd ## index golden v4, run every default stage, write rep
 # stage against bm25 pooled over golden v4's domains and those suites; make eval's last step.
 # Order matters: of suites sharing questions the first is pooled (CISI's first 35 queries are
 # ADI's, so ADI is read, listed and left out).
-META_DATASETS ?= cranfield cisi medline adi
+META_DATASETS ?= cranfield cisi medline adi scifact nfcorpus vaswani
 META_STAGES   := bm25 dense-minilm hybrid-rrf60 hybrid-convex hybrid-rrf10 hybrid-rrf30 hybrid-rrf100
 
 eval-meta: $(STAMP) ## pool every stage against bm25 over golden v4's domains and the small external suites
