@@ -85,16 +85,7 @@ def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_an_external_dataset_on_ray_scores_as_a_serial_run(
     cluster: str, tmp_path: Path, beir_dir: Path,
 ) -> None:
-    reports, runs = [], []
-    for name, extra in (("serial", ("--serial",)), ("ray", ("--ray", cluster))):
-        out = tmp_path / name
-        code = main(["run", "--dataset", f"beir:{beir_dir}", "--cache", str(out / "cache"),
-                     "--out", str(out / "out"), "--expected-dir", str(tmp_path), *FEW, *extra])
-        assert code == 0
-        reports.append(_outside_run(out / "out" / "syn.json"))
-        runs.append(_runs(out / "out" / "runs" / "syn"))
-    assert reports[0] == reports[1]
-    assert runs[0] == runs[1] and len(runs[0]) >= 5
+    _beir_serial_and_on_ray(cluster, tmp_path, tmp_path, beir_dir)
 
 
 def test_blocks_are_the_fewest_of_at_most_the_size_in_question_order() -> None:
@@ -156,16 +147,7 @@ def test_stages_in_blocks_of_questions_give_the_serial_report_and_runs(
     assert _runs(tmp_path / "ray" / "out" / "runs") == _runs(tmp_path / "serial" / "out" / "runs")
     err = capsys.readouterr().err
     assert all(f"ran {s} on 6 questions in 3 blocks" in err for s in STAGES)
-    reports, runs = [], []
-    for name, extra in (("serial", ("--serial",)), ("ray", ("--ray", cluster))):
-        out = tmp_path / "beir" / name
-        code = main(["run", "--dataset", f"beir:{beir_dir}", "--cache", str(out / "cache"),
-                     "--out", str(out / "out"), "--expected-dir", str(tmp_path), *FEW, *extra])
-        assert code == 0
-        reports.append(_outside_run(out / "out" / "syn.json"))
-        runs.append(_runs(out / "out" / "runs" / "syn"))
-    assert reports[0] == reports[1]
-    assert runs[0] == runs[1] and len(runs[0]) >= 5
+    _beir_serial_and_on_ray(cluster, tmp_path / "beir", tmp_path, beir_dir)
     assert " in 5 blocks" in capsys.readouterr().err  # its 10 queries, 2 a block
 
 
@@ -235,3 +217,18 @@ def test_a_stage_failing_in_its_task_fails_the_run_with_its_own_error(
         inner.close()
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def _beir_serial_and_on_ray(cluster: str, where: Path, expected: Path, beir_dir: Path) -> None:
+    """The synthetic BEIR dataset run serially and on the cluster, under ``where``: the
+    reports equal outside ``run`` and the TREC runs byte for byte."""
+    reports, runs = [], []
+    for name, extra in (("serial", ("--serial",)), ("ray", ("--ray", cluster))):
+        out = where / name
+        code = main(["run", "--dataset", f"beir:{beir_dir}", "--cache", str(out / "cache"),
+                     "--out", str(out / "out"), "--expected-dir", str(expected), *FEW, *extra])
+        assert code == 0
+        reports.append(_outside_run(out / "out" / "syn.json"))
+        runs.append(_runs(out / "out" / "runs" / "syn"))
+    assert reports[0] == reports[1]
+    assert runs[0] == runs[1] and len(runs[0]) >= 5

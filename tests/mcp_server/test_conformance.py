@@ -31,9 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_process import interrupt
-
-from groundkit.collection import IndexConfig, index
+from server_process import indexed_home, interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = "0.1.16"
@@ -107,12 +105,7 @@ def suite() -> Path:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("conformance")
-    (base / "docs").mkdir()
-    for name, text in DOCS.items():
-        (base / "docs" / name).write_text(text, encoding="utf-8")
-    index("k", IndexConfig(roots=(str(base / "docs"),)), home=base / "home")
-    return base / "home"
+    return indexed_home(tmp_path_factory.mktemp("conformance"), DOCS)
 
 
 @contextmanager
