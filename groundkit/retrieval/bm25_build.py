@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import mmap
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -90,25 +91,69 @@ def posting_scores(
     return out.astype(np.float32)
 
 
+SCORE_SLICE = 1 << 21
+"""Postings scored at a time: the float temporaries of :func:`score_postings` are this
+long (8-16 MB), never as long as the index (10^8 postings at 10^6 passages)."""
+
+
+def term_slices(indptr: IntArray, size: int) -> Iterator[tuple[int, int]]:
+    """Consecutive term ranges ``[lo, hi)`` of at most ``size`` postings each (a longer
+    posting list makes a range of its own), covering every term in order."""
+    n_terms = len(indptr) - 1
+    lo = 0
+    while lo < n_terms:
+        hi = int(np.searchsorted(indptr, indptr[lo] + size, side="right")) - 1
+        hi = min(max(hi, lo + 1), n_terms)
+        yield lo, hi
+        lo = hi
+
+
 def lucene_scores(
     df: IntArray, dl: npt.NDArray[Any], docs: I32Array, tfs: npt.NDArray[Any], n_docs: int,
     avgdl: float, k1: float, b: float,
 ) -> F32Array:
-    """:func:`~.scoring.score_lucene_float32` for every posting, computed in place.
+    """:func:`~.scoring.score_lucene_float32` for every posting, a slice of terms at a time.
 
     The same float32 operations on the same operands (``normInverse`` per document,
-    the float32 weight per term), without per-posting float64 temporaries.
+    the float32 weight per term), element by element, so the same bits; the only
+    temporaries are one :data:`SCORE_SLICE` long.
     """
+    scores = np.empty(len(docs), dtype=np.float32)
     if len(docs) == 0:  # no postings (and avgdl 0): nothing to score
-        return np.zeros(0, dtype=np.float32)
+        return scores
     weight = np.asarray(scoring.idf_lucene(df.astype(np.float64), n_docs), dtype=np.float32)
     norm_inverse = scoring.norm_inverse_lucene(dl.astype(np.int32), avgdl, k1, b)
-    x = norm_inverse[docs]
-    np.multiply(x, tfs, out=x, dtype=np.float32)  # tf * normInverse
-    x += np.float32(1)
-    scores = np.repeat(weight, df)
-    np.divide(scores, x, out=x)  # weight / (1 + tf * normInverse)
-    np.subtract(scores, x, out=scores)
+    indptr = _indptr(df)
+    for lo, hi in term_slices(indptr, SCORE_SLICE):
+        start, stop = int(indptr[lo]), int(indptr[hi])
+        x = norm_inverse[docs[start:stop]]
+        np.multiply(x, tfs[start:stop], out=x, dtype=np.float32)  # tf * normInverse
+        x += np.float32(1)
+        w = np.repeat(weight[lo:hi], df[lo:hi])
+        np.divide(w, x, out=x)  # weight / (1 + tf * normInverse)
+        np.subtract(w, x, out=scores[start:stop])
+    return scores
+
+
+def _indptr(df: IntArray) -> IntArray:
+    indptr = np.zeros(len(df) + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return indptr
+
+
+def variant_scores(p: Postings, params: BM25Params, dl: npt.NDArray[Any], n_docs: int,
+                   avgdl: float) -> F32Array:
+    """:func:`posting_scores` of every posting of ``p`` (any method), a slice of terms at
+    a time: the float64 intermediates are :data:`SCORE_SLICE` long, the values the same
+    (every step is element-wise)."""
+    indptr, docs, tfs = p.indptr, p.docs, p.tfs
+    df = np.diff(indptr)
+    df32, dl32 = df.astype(np.int32), dl.astype(np.int32)
+    scores = np.empty(len(docs), dtype=np.float32)
+    for lo, hi in term_slices(indptr, SCORE_SLICE):
+        start, stop = int(indptr[lo]), int(indptr[hi])
+        scores[start:stop] = posting_scores(params, tfs[start:stop], dl32[docs[start:stop]],
+                                            np.repeat(df32[lo:hi], df[lo:hi]), n_docs, avgdl)
     return scores
 
 
@@ -122,8 +167,7 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
     if params.method == "lucene":
         scores = lucene_scores(df, dl, docs, tfs, nonempty, avgdl, params.k1, params.b)
     else:
-        scores = posting_scores(params, tfs, dl.astype(np.int32)[docs],
-                                np.repeat(df.astype(np.int32), df), nonempty, avgdl)
+        scores = variant_scores(p, params, dl, nonempty, avgdl)
     tf_type = np.uint16 if len(tfs) == 0 or tfs.max() < 2**16 else np.uint32
     arrays = {
         "indptr": indptr, "docs": docs, "scores": scores, "tfs": tfs.astype(tf_type, copy=False),
@@ -135,8 +179,17 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
     arrays.update(bm25_blocks.block_maxima(indptr, docs, scores, len(doc_lengths),
                                            negative=negative))
     stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl, "negative_scores": negative,
-             "score_unit": score_unit(scores), "block_shift": bm25_blocks.BLOCK_SHIFT}
+             "score_unit": sliced_score_unit(scores), "block_shift": bm25_blocks.BLOCK_SHIFT}
     return arrays, stats
+
+
+def sliced_score_unit(scores: F32Array) -> float:
+    """:func:`~.bm25_query.score_unit` of ``scores``, without its mask as long as the index:
+    the unit of the smallest of the slices' smallest positive scores (``inf`` for a
+    slice with none, which ``score_unit`` passes over as it passes over 0)."""
+    smallest = [np.min(part, initial=np.inf, where=part > 0)
+                for part in np.split(scores, range(SCORE_SLICE, len(scores), SCORE_SLICE))]
+    return score_unit(np.array(smallest, dtype=np.float32))
 
 
 class Bag:
@@ -157,13 +210,49 @@ Item = str | Sequence[str] | Bag
 """What a build indexes as one document: a text, its term list, or its :class:`Bag`."""
 
 
+class Part(NamedTuple):
+    """One batch's postings, sorted by term, then doc, in about 5 bytes a posting (the
+    final arrays take 10): term ``terms[i]`` (ascending) has the next ``counts[i]``
+    postings; ``docs`` count from ``first_doc`` (two bytes each in a batch of at most
+    65,536 documents, as every batch of :attr:`Builder.BATCH_DOCS` is), ``tfs`` take two
+    bytes unless a count needs four."""
+
+    terms: I32Array
+    counts: I32Array
+    docs: npt.NDArray[Any]
+    tfs: npt.NDArray[Any]
+    first_doc: int
+
+    @classmethod
+    def mapped(cls, terms: I32Array, counts: I32Array, docs: npt.NDArray[Any],
+               tfs: npt.NDArray[Any], first_doc: int) -> Part:
+        """A part whose arrays are copied into one anonymous memory map of their own.
+
+        Why: a part is a few MB, which malloc serves from its heap, and a heap gives
+        freed memory back to the OS only from its top: the parts, freed one by one as
+        :func:`_place` places them, would stay resident under the scores allocated
+        next (about 1 GB at 10^6 passages). A map is unmapped when its last view goes.
+        """
+        arrays = (terms, counts, docs, tfs)
+        offsets = np.cumsum([0] + [-(-a.nbytes // 8) * 8 for a in arrays]).tolist()
+        buf = mmap.mmap(-1, max(offsets[-1], 1))
+        views = []
+        for a, at in zip(arrays, offsets, strict=False):
+            view = np.frombuffer(buf, dtype=a.dtype, count=len(a), offset=at)
+            view[...] = a
+            views.append(view)
+        terms, counts, docs, tfs = views
+        return cls(terms, counts, docs, tfs, first_doc)
+
+
 class Builder:
-    """Streams texts (or term lists, or bags) in batches into per-batch (term, doc, tf) postings.
+    """Streams texts (or term lists, or bags) in batches into per-batch postings (:class:`Part`).
 
     Texts go through :mod:`.bm25_tokens` a batch at a time; each batch's postings are
     counted with one sort of packed (term, doc) keys and kept sorted by term, then
     doc. :meth:`finish` places every batch's postings into the final term-major
     arrays with a counting sort (terms ordered by :func:`term_hash`), no global sort.
+    The corpus may be any iterable: nothing but the current batch of it is held.
     """
 
     BATCH_DOCS = 4096
@@ -175,8 +264,7 @@ class Builder:
         self.analyzer = analyzer
         self.term_ids: dict[str, int] = {}
         self.chunks = ChunkTerms(analyzer, self.term_ids)
-        self.parts: list[Any] = []
-        """Per batch: (term ids, docs, tfs), sorted by term then doc."""
+        self.parts: list[Part] = []
         self.lengths: list[I32Array] = []
         self.n_docs = 0
         self._pending: list[Item] = []
@@ -263,11 +351,13 @@ class Builder:
         del first
         tf = np.diff(starts, append=len(key))
         key = key[starts]
-        doc = (key & ((1 << bits) - 1)).astype(np.int32)
-        doc += self.n_docs
+        doc = (key & ((1 << bits) - 1)).astype(np.uint16 if n <= 2**16 else np.int32)
         key >>= bits
+        runs = np.flatnonzero(np.diff(key, prepend=-1))
         tf_type = np.uint16 if len(tf) == 0 or tf.max() < 2**16 else np.uint32
-        self.parts.append((key.astype(np.int32), doc, tf.astype(tf_type)))
+        self.parts.append(Part.mapped(key[runs].astype(np.int32),
+                                      np.diff(runs, append=len(key)).astype(np.int32),
+                                      doc, tf.astype(tf_type), self.n_docs))
         self.n_docs += n
 
     def finish(self) -> Postings:
@@ -279,8 +369,8 @@ class Builder:
         order, vocab = vocabulary(encoded)
         del encoded
         df = np.zeros(n_terms, dtype=np.int64)
-        for tids, _, _ in self.parts:
-            df += np.bincount(tids, minlength=n_terms)
+        for part in self.parts:
+            df[part.terms] += part.counts  # a part's terms are distinct
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df[order], out=indptr[1:])
         new_id = np.empty(n_terms, dtype=np.int64)
@@ -292,31 +382,27 @@ class Builder:
         return Postings(vocab, indptr, docs, tfs, lengths.astype(np.int64))
 
 
-def _place(parts: list[Any], cursor: IntArray, nnz: int) -> tuple[I32Array, npt.NDArray[Any]]:
+def _place(parts: list[Part], cursor: IntArray, nnz: int) -> tuple[I32Array, npt.NDArray[Any]]:
     """Counting-sort placement of every part's postings into term-major arrays.
 
     Each part is sorted by term then doc and parts come in doc order, so appending
     each term's postings at its cursor keeps every posting list ascending by doc.
-    Parts are released as they are placed.
+    Parts are taken off ``parts`` (and so freed) as they are placed.
     """
-    tf_type = np.uint32 if any(p[2].dtype == np.uint32 for p in parts) else np.uint16
+    tf_type = np.uint32 if any(p.tfs.dtype == np.uint32 for p in parts) else np.uint16
     docs = np.empty(nnz, dtype=np.int32)
     tfs = np.empty(nnz, dtype=tf_type)
-    for i, (tids, doc, tf) in enumerate(parts):
-        parts[i] = None
-        n = len(tids)
-        if n == 0:
+    parts.reverse()
+    while parts:
+        terms, counts, doc, tf, first_doc = parts.pop()
+        if len(doc) == 0:
             continue
-        first = np.empty(n, dtype=bool)
-        first[0] = True
-        np.not_equal(tids[1:], tids[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        counts = np.diff(starts, append=n)
-        group_terms = tids[starts]
-        pos = np.repeat(cursor[group_terms] - starts, counts)
-        pos += np.arange(n)
-        docs[pos] = doc
+        run_starts = np.cumsum(counts) - counts
+        pos = np.repeat(cursor[terms] - run_starts, counts)
+        pos += np.arange(len(doc))
+        global_doc = doc.astype(np.int32)
+        global_doc += first_doc
+        docs[pos] = global_doc
         tfs[pos] = tf
-        cursor[group_terms] += counts
-    parts.clear()
+        cursor[terms] += counts
     return docs, tfs
