@@ -24,13 +24,24 @@
  * unread, and inside a block MaxScore runs again on the block bounds, so a list common
  * everywhere but weak in this block is only probed there. A list probed twice in one
  * block has that block's scores laid out by doc, and its further probes are look-ups.
+ *
+ * Windowed (queries whose lists hold at least `windowed` postings a block): where even
+ * block bounds leave nearly every document to complete (3-4 common words of similar
+ * weight), documents come a window of 16 blocks at a time; the essential lists add their
+ * scores into the window's float64 totals, in order and without a branch per posting; the
+ * totals that could still enter are picked eight at a time, and the next list is added
+ * too while that costs less than probing it for each of them. Sparse windows go block by
+ * block. The sums are as exact as before, so the answers are the same bits.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
-#define GK_KERNEL_VERSION 6
+#define GK_KERNEL_VERSION 7
 
 typedef struct {
     const int32_t *docs;
@@ -247,9 +258,8 @@ static double block_bound(term_t *t, Py_ssize_t b, int32_t lo, int32_t hi) {
  * (MaxScore again, inside the block). Every bound is a multiple of the score unit, so
  * their sums are exact. */
 static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int shift,
-                       double *bub) {
+                       double *bub, int32_t from, int32_t until) {
     Py_ssize_t first = 0;
-    int32_t from = 0;
     for (;;) {
         while (first < n && !enters(h, ub[first], from)) first++;
         if (first >= n) return;
@@ -258,7 +268,7 @@ static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h,
             int32_t d = current(&terms[i]);
             if (d < doc) doc = d;
         }
-        if (doc == NONE) return;
+        if (doc == NONE || doc >= until) return;
         Py_ssize_t b = doc >> shift;
         int32_t lo = (int32_t)((int64_t)b << shift), hi = block_end(b, shift);
         double sum = 0.0;
@@ -274,6 +284,136 @@ static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h,
         for (Py_ssize_t i = first; i < n; i++) { /* the rest of the block: skipped */
             term_t *t = &terms[i];
             while (t->pos < t->end && t->docs[t->pos] < hi) t->pos++;
+        }
+        if (hi == NONE) return;
+        from = hi;
+    }
+}
+
+/* The windowed path (measured at 10^6 passages, ADR-0003): a window is 2^WINDOW_BLOCKS doc
+ * blocks (16 of 128 documents: 16 KB of float64 totals, in the L1 cache); a probe costs
+ * about PROBE_COST added postings; a window is summed when its essential lists are expected
+ * to hold at least one posting per SPARSE of its documents, else it goes block by block. */
+#define WINDOW_BLOCKS 4
+#define PROBE_COST 16.0
+#define SPARSE 64.0
+
+/* Add t's scores for the documents in [lo, hi) into acc (acc[0] is lo's); t ends at hi. */
+static void accumulate(term_t *t, double *acc, int32_t lo, int32_t hi) {
+    advance(t, lo);
+    const int32_t *docs = t->docs;
+    const float *scores = t->scores;
+    Py_ssize_t p = t->pos, end = t->end;
+    if (t->count == 1.0f)
+        for (; p < end && docs[p] < hi; p++) acc[docs[p] - lo] += scores[p];
+    else
+        for (; p < end && docs[p] < hi; p++) acc[docs[p] - lo] += weighed(scores[p], t->count);
+    t->pos = p;
+}
+
+/* Whether any of acc[j..j+8) is at least floor (no branch per element: SSE2 on x86-64,
+ * which every x86-64 has; elsewhere the compiler's own code). */
+static inline int any_of_8(const double *acc, double floor) {
+#if defined(__SSE2__)
+    __m128d f = _mm_set1_pd(floor);
+    __m128d m = _mm_or_pd(_mm_or_pd(_mm_cmpge_pd(_mm_loadu_pd(acc), f),
+                                    _mm_cmpge_pd(_mm_loadu_pd(acc + 2), f)),
+                          _mm_or_pd(_mm_cmpge_pd(_mm_loadu_pd(acc + 4), f),
+                                    _mm_cmpge_pd(_mm_loadu_pd(acc + 6), f)));
+    return _mm_movemask_pd(m);
+#else
+    int any = 0;
+    for (int q = 0; q < 8; q++) any |= acc[q] >= floor;
+    return any;
+#endif
+}
+
+/* The positions j in [0, n) where acc[j] >= floor, into cand (n a multiple of 8); returns
+ * how many. Groups of eight are tested at once: most hold none. */
+static Py_ssize_t candidates(const double *acc, Py_ssize_t n, double floor, int32_t *cand) {
+    Py_ssize_t found = 0;
+    for (Py_ssize_t j = 0; j < n; j += 8)
+        if (any_of_8(acc + j, floor))
+            for (int q = 0; q < 8; q++) { /* no branch: passing is unpredictable */
+                cand[found] = (int32_t)(j + q);
+                found += acc[j + q] >= floor;
+            }
+    return found;
+}
+
+/* The lowest total that could still enter: the full heap's worst, or theta0 while it fills
+ * (a tie with the worst never enters here: later documents have higher ids). */
+static inline double admission(const heap_t *h) {
+    return h->size < h->cap ? h->theta0 : h->score[0];
+}
+
+/* One window [lo, hi) of the windowed path: lists [summed, n), every essential list among
+ * them, add their scores into acc (the window's totals, float64, `width` of them), and the
+ * documents whose partial total plus the other lists' maxima could enter are its
+ * candidates. While probing the next list for every candidate would cost more than adding
+ * it (`est[i]`: list i's expected postings in a window; a probe costs about PROBE_COST
+ * added postings), that list is added too and the candidates filtered by the tighter
+ * bound; the rest are completed by probes. admission(h) - ub[summed - 1] must be
+ * positive: a document without postings (total 0) is then never a candidate. Returns
+ * where the lists summed began at the end. */
+static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize_t summed,
+                         heap_t *h, int32_t lo, int32_t hi, double *acc, Py_ssize_t width,
+                         int32_t *cand, const double *est) {
+    memset(acc, 0, sizeof(double) * (size_t)width);
+    for (Py_ssize_t i = summed; i < n; i++) accumulate(&terms[i], acc, lo, hi);
+    Py_ssize_t c = summed;
+    /* every sum here is exact (multiples of u below 2^53 u): so is each difference */
+    Py_ssize_t found = candidates(acc, width, admission(h) - (c > 0 ? ub[c - 1] : 0.0), cand);
+    while (c > 0 && found > 0 && (double)found * PROBE_COST > est[c - 1]) {
+        c--;
+        accumulate(&terms[c], acc, lo, hi);
+        double floor = admission(h) - (c > 0 ? ub[c - 1] : 0.0);
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t j = 0; j < found; j++)
+            if (acc[cand[j]] >= floor) cand[kept++] = cand[j];
+        found = kept;
+    }
+    for (Py_ssize_t j = 0; j < found; j++) {
+        int32_t doc = lo + cand[j];
+        if (c > 0) complete(terms, ub, c, h, doc, acc[cand[j]]);
+        else if (enters(h, acc[cand[j]], doc)) push(h, doc, acc[cand[j]]);
+    }
+    return c;
+}
+
+/* Windowed accumulation, for queries whose lists are dense (long queries of common words
+ * at about 10^6 documents, where MaxScore document at a time completes nearly every
+ * document it is offered): documents come a window of 2^wshift at a time, summed in the
+ * L1 cache without a branch per posting (`window`). A window goes block by block instead
+ * (`run_blocks`, which only ever offers documents with postings) when its essential lists
+ * are sparse there, or when a document without postings could enter (zero totals while
+ * the heap fills). */
+static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int shift,
+                        int wshift, double *acc, int32_t *cand, const double *est,
+                        double *bub) {
+    Py_ssize_t first = 0, added = n;
+    int32_t from = 0;
+    for (;;) {
+        while (first < n && !enters(h, ub[first], from)) first++;
+        if (first >= n) return;
+        int32_t doc = NONE;
+        for (Py_ssize_t i = first; i < n; i++) {
+            int32_t d = current(&terms[i]);
+            if (d < doc) doc = d;
+        }
+        if (doc == NONE) return;
+        int32_t lo = (int32_t)(((int64_t)doc >> wshift) << wshift);
+        int32_t hi = block_end(lo >> wshift, wshift);
+        double essential = 0.0;
+        for (Py_ssize_t i = first; i < n; i++) essential += est[i];
+        if (essential * SPARSE >= (double)((int64_t)1 << wshift)
+            && admission(h) - (first > 0 ? ub[first - 1] : 0.0) > 0.0) {
+            /* start where the last window's cost model ended: its candidates were too many
+             * to probe above that list, and the next window's lists look alike */
+            added = window(terms, ub, n, added < first ? added : first, h, lo, hi, acc,
+                           (Py_ssize_t)1 << wshift, cand, est);
+        } else {
+            run_blocks(terms, ub, n, h, shift, bub, lo, hi);
         }
         if (hi == NONE) return;
         from = hi;
@@ -370,11 +510,12 @@ static int read_terms(PyObject *spec, const arrays_t *a, Py_ssize_t k, double li
     return sum >= limit ? 1 : 0;
 }
 
-/* Room for the call: the terms, their bounds, the heap and the laid-out blocks. */
+/* Room for the call: the terms, their bounds, the heap, the laid-out blocks, and the
+ * windowed path's totals, candidates and expected postings. */
 typedef struct {
     term_t *terms;
-    double *ub, *bub, *heap_scores;
-    int32_t *heap_docs;
+    double *ub, *bub, *heap_scores, *acc, *est;
+    int32_t *heap_docs, *cand;
     float *rows;
 } scratch_t;
 
@@ -385,32 +526,54 @@ static void free_scratch(scratch_t *s) {
     PyMem_Free(s->heap_scores);
     PyMem_Free(s->heap_docs);
     PyMem_Free(s->rows);
+    PyMem_Free(s->acc);
+    PyMem_Free(s->cand);
+    PyMem_Free(s->est);
 }
 
-/* Run MaxScore (block by block when some list has block maxima and the lists hold at least
- * `dense` postings a block) and list the hits, for terms already read into s. */
+/* Run MaxScore and list the hits, for terms already read into s: windowed when the lists
+ * hold at least `windowed` postings a block, block by block when some list has block
+ * maxima and they hold at least `dense` a block, else document at a time. */
 static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta,
-                        const arrays_t *a, Py_ssize_t dense) {
+                        const arrays_t *a, Py_ssize_t dense, Py_ssize_t windowed) {
     Py_ssize_t postings = 0;
     int with_maxima = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         postings += s->terms[i].end - s->terms[i].pos;
         with_maxima |= s->terms[i].quanta != NULL;
     }
-    int by_blocks = with_maxima && n > 1 && postings / a->n_blocks >= dense;
+    int by_windows = a->quanta != NULL && a->shift + WINDOW_BLOCKS <= 20 && n > 1
+                     && postings / a->n_blocks >= windowed;
+    int by_blocks = !by_windows && with_maxima && n > 1 && postings / a->n_blocks >= dense;
+    int wshift = a->shift + WINDOW_BLOCKS;
+    size_t width = (size_t)1 << wshift;
     /* no more hits than postings: a huge k allocates no more */
     heap_t h = {NULL, NULL, 0, k < postings ? k : (postings > 0 ? postings : 1), theta};
     h.score = s->heap_scores = PyMem_Malloc((size_t)h.cap * sizeof(double));
     h.doc = s->heap_docs = PyMem_Malloc((size_t)h.cap * sizeof(int32_t));
-    if (by_blocks) {
+    if (by_blocks || by_windows) {
         s->rows = PyMem_Malloc(((size_t)n * sizeof(float)) << a->shift);
         if (s->rows != NULL)
             for (Py_ssize_t i = 0; i < n; i++) s->terms[i].row = s->rows + ((size_t)i << a->shift);
     }
-    if (!h.score || !h.doc || (by_blocks && !s->rows)) return PyErr_NoMemory();
+    if (by_windows) {
+        s->acc = PyMem_Malloc(width * sizeof(double));
+        s->cand = PyMem_Malloc(width * sizeof(int32_t));
+        s->est = PyMem_Malloc((size_t)n * sizeof(double));
+        if (s->est != NULL) {
+            double docs = (double)a->n_blocks * (double)((int64_t)1 << a->shift);
+            for (Py_ssize_t i = 0; i < n; i++)
+                s->est[i] = (double)(s->terms[i].end - s->terms[i].pos) * (double)width / docs;
+        }
+    }
+    if (!h.score || !h.doc || ((by_blocks || by_windows) && !s->rows)
+        || (by_windows && (!s->acc || !s->cand || !s->est)))
+        return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS
-    if (by_blocks)
-        run_blocks(s->terms, s->ub, n, &h, a->shift, s->bub);
+    if (by_windows)
+        run_windows(s->terms, s->ub, n, &h, a->shift, wshift, s->acc, s->cand, s->est, s->bub);
+    else if (by_blocks)
+        run_blocks(s->terms, s->ub, n, &h, a->shift, s->bub, 0, NONE);
     else
         run(s->terms, s->ub, n, &h, 0);
     Py_END_ALLOW_THREADS
@@ -419,7 +582,7 @@ static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta,
 
 /* The top k, or Py_None when a sum might round. */
 static PyObject *top_k(PyObject *spec_arg, const arrays_t *a, Py_ssize_t k, double limit,
-                       Py_ssize_t dense) {
+                       Py_ssize_t dense, Py_ssize_t windowed) {
     PyObject *result = NULL, *spec = PySequence_Fast(spec_arg, "terms must be a sequence");
     if (spec == NULL) return NULL;
     scratch_t s = {0};
@@ -435,14 +598,14 @@ static PyObject *top_k(PyObject *spec_arg, const arrays_t *a, Py_ssize_t k, doub
         if (inexact > 0)
             result = Py_NewRef(Py_None);
         else if (inexact == 0)
-            result = ranked(&s, n, k, theta, a, dense);
+            result = ranked(&s, n, k, theta, a, dense, windowed);
     }
     free_scratch(&s);
     Py_DECREF(spec);
     return result;
 }
 
-#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense])"
+#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense[, windowed]])"
 
 /* The arrays from the call's buffers: views[0..2] docs, scores, imp_scores; views[3], when
  * got, the block maxima (uint8, one row of blocks a slot). Returns -1 on bad input. */
@@ -472,31 +635,33 @@ static int read_arrays(Py_buffer *views, int with_blocks, long shift, arrays_t *
 
 static PyObject *maxscore(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 6 && nargs != 9) {
+    if (nargs != 6 && nargs != 9 && nargs != 10) {
         PyErr_SetString(PyExc_TypeError, USAGE);
         return NULL;
     }
-    Py_ssize_t k = PyLong_AsSsize_t(args[4]), dense = 0;
+    Py_ssize_t k = PyLong_AsSsize_t(args[4]), dense = 0, windowed = PY_SSIZE_T_MAX;
     double limit = PyFloat_AsDouble(args[5]);
     long shift = 0;
-    if (nargs == 9) {
+    if (nargs >= 9) {
         shift = PyLong_AsLong(args[7]);
         dense = PyLong_AsSsize_t(args[8]);
     }
+    if (nargs == 10) windowed = PyLong_AsSsize_t(args[9]);
     if (PyErr_Occurred()) return NULL;
-    if (k < 1 || dense < 0) {
-        PyErr_SetString(PyExc_ValueError, "k must be positive and dense not negative");
+    if (k < 1 || dense < 0 || windowed < 0) {
+        PyErr_SetString(PyExc_ValueError, "k must be positive, dense and windowed not negative");
         return NULL;
     }
     Py_buffer views[4];
-    int got = 0, want = nargs == 9 ? 4 : 3;
+    int got = 0, want = nargs >= 9 ? 4 : 3;
     PyObject *result = NULL;
     arrays_t a;
     for (; got < want; got++) {
         int flags = got == 3 ? PyBUF_ND | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
         if (PyObject_GetBuffer(args[got == 3 ? 6 : got], &views[got], flags) < 0) goto done;
     }
-    if (read_arrays(views, want == 4, shift, &a) == 0) result = top_k(args[3], &a, k, limit, dense);
+    if (read_arrays(views, want == 4, shift, &a) == 0)
+        result = top_k(args[3], &a, k, limit, dense, windowed);
 done:
     while (got-- > 0) PyBuffer_Release(&views[got]);
     return result;
@@ -557,7 +722,8 @@ static PyMethodDef methods[] = {
      "terms: (lo, hi, count, ilo, ihi[, slot, step]) per query term: postings docs[lo:hi]\n"
      "(ascending), impact prefix imp_scores[ilo:ihi] (best first), and the row slot of\n"
      "quanta (-1: none) holding per block of 2**shift documents its best score in whole\n"
-     "steps. Lists of at least dense postings per block go block by block. Scores are\n"
+     "steps. Lists of at least dense postings per block go block by block, of at least\n"
+     "windowed (default: never) a window of 16 blocks at a time, summed. Scores are\n"
      "non-negative multiples of one unit u and limit is 2**53 u; None when the terms'\n"
      "maxima sum to limit or more."},
     {"find_term", (PyCFunction)(void (*)(void))find_term, METH_FASTCALL,

@@ -28,7 +28,13 @@ BLOCK_SHIFT = 7
 passages, ADR-0003)."""
 DENSE = 16
 """The compiled kernel goes block by block when a query's lists hold at least this many
-postings per block (below, plain MaxScore costs less than the blocks' bookkeeping)."""
+postings per block (below, plain MaxScore costs less than the blocks' bookkeeping)..."""
+WINDOWED = 8
+"""... and, checked first, from this many it sums windows of 16 blocks (`_bm25c.c`,
+``run_windows``), going block by block only through windows where the lists that must be
+read are sparse. Long queries of common words gain most: MaxScore would complete nearly
+every document they offer (ADR-0003, revision 2026-12-06). Below ``DENSE``, so ``DENSE``
+only matters when this is raised (the tests do, to reach the block path directly)."""
 FILES = ("block_slots", "block_steps", "block_quanta")
 """The stored arrays; an index written before them has none (plain MaxScore answers)."""
 

@@ -46,6 +46,13 @@ nanoseconds for each posting they do touch, and the sums are memory-bound.
   and filter the probes, and a list probed twice in a block has that block's scores laid
   out for look-ups. At 10^6 passages this cuts the slowest queries (3-4 words, each in
   10-50% of the documents) by about a third (ADR-0003, "Revision 2026-12-04").
+* **Windowed** (compiled, lists of at least ``bm25_blocks.WINDOWED`` postings a block):
+  where even block bounds leave nearly every document to complete, windows of 16 blocks
+  are summed instead, the essential lists' scores added into float64 totals in the L1
+  cache with no branch per posting, the totals that could still enter picked eight at a
+  time, and the next list added too while that costs less than probing it for each of
+  them; windows where the essential lists are sparse go block by block (ADR-0003,
+  "Revision 2026-12-06").
 """
 
 from __future__ import annotations
@@ -80,7 +87,7 @@ documents (a gather, about a nanosecond a posting) rather than by scanning them 
 FILL_RATIO = 8
 """Above one posting per this many documents, the accumulator is re-zeroed by a memset."""
 _F32 = np.float32
-COMPILED_VERSION = 6
+COMPILED_VERSION = 7
 """The ``_bm25c`` interface this module speaks (its ``VERSION``); another is not used."""
 
 
@@ -204,7 +211,7 @@ class Kernels:
                         steps[tid]) for tid, c in weights.items()]
         hits = self.compiled.maxscore(  # type: ignore[union-attr]
             self.docs, self.scores, self.imp_scores, spec_blocks, k, self.exact_limit, quanta,
-            shift, bm25_blocks.DENSE)
+            shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED)
         return hits
 
     def _several(self, terms: list[_Term], k: int) -> Hits:

@@ -3,7 +3,9 @@
 Every test compares against the definition: each document's total is the float64 sum, in
 query order, of float32(score * query count) over every posting; best first, ties to the
 lower doc. Small blocks (``BLOCK_SHIFT`` 0-3) and ``DENSE`` 0 force the block path on
-small corpora, so skipping, in-block essential lists, probes and laid-out blocks all run.
+small corpora, so skipping, in-block essential lists, probes and laid-out blocks all run;
+``WINDOWED`` 0 forces the windowed path (windows of 16 blocks summed, candidates completed
+by probes or by adding the other lists, zero-total windows through plain MaxScore).
 """
 
 from __future__ import annotations
@@ -56,10 +58,15 @@ def blocks(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
     assert bm25_query.compiled_kernel() is not None, NOT_BUILT
 
-    def use(shift: int, dense: int = 0) -> None:
+    def use(shift: int, dense: int = 0, windowed: int = 10**9) -> None:
         monkeypatch.setattr(bm25_blocks, "BLOCK_SHIFT", shift)
         monkeypatch.setattr(bm25_blocks, "DENSE", dense)
+        monkeypatch.setattr(bm25_blocks, "WINDOWED", windowed)
     return use
+
+
+PATHS = {"blocks": 10**9, "windows": 0}
+"""``WINDOWED`` for each path the block maxima open: block by block, or windows summed."""
 
 
 def counted(index: BM25Index, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -83,12 +90,13 @@ def counted(index: BM25Index, monkeypatch: pytest.MonkeyPatch) -> list[int]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), shift=st.integers(0, 3), k=st.integers(1, 40),
        n_docs=st.integers(1, 120), copies=st.integers(1, 3),
-       method=st.sampled_from(["lucene", "atire", "bm25l", "bm25+"]))
+       method=st.sampled_from(["lucene", "atire", "bm25l", "bm25+"]),
+       path=st.sampled_from(sorted(PATHS)))
 def test_any_corpus_and_query_equal_exhaustive_scoring(blocks, seed, shift, k, n_docs,
-                                                        copies, method):
+                                                        copies, method, path):
     """Random corpora and queries: one term, repeated terms, absent terms, k beyond the
     matches; atire scores a term in every document 0 (zero totals still rank)."""
-    blocks(shift)
+    blocks(shift, windowed=PATHS[path])
     rng = random.Random(seed)
     docs = corpus(rng, n_docs, rng.randint(2, 40), copies)
     index = BM25Index.build(docs, SIMPLE, BM25Params(method=method))
@@ -98,10 +106,11 @@ def test_any_corpus_and_query_equal_exhaustive_scoring(blocks, seed, shift, k, n
         assert index.search_terms(query, top_k=k) == exhaustive(index, query, k), query
 
 
+@pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("shift", [1, 3, 7])
-def test_a_larger_collection_takes_the_block_path_and_agrees(blocks, monkeypatch, shift):
+def test_a_larger_collection_takes_the_block_path_and_agrees(blocks, monkeypatch, shift, path):
     """20k Zipf documents (lists up to ~50% of them), 2-5 word queries, k 1-200."""
-    blocks(shift)
+    blocks(shift, windowed=PATHS[path])
     rng = random.Random(31 + shift)
     docs = corpus(rng, 10_000, 300, 2)
     index = BM25Index.build(docs, SIMPLE)
@@ -114,12 +123,13 @@ def test_a_larger_collection_takes_the_block_path_and_agrees(blocks, monkeypatch
         want = exhaustive(index, query, 200)
         for k in (1, 10, 200):
             assert index.search_terms(query, top_k=k) == want[:k], query
-    assert sum(n == 9 for n in calls) > 300  # calls that carried the block maxima
+    assert sum(n == 10 for n in calls) > 300  # calls that carried the block maxima
 
 
-def test_ties_across_blocks_go_to_the_lower_doc(blocks):
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_ties_across_blocks_go_to_the_lower_doc(blocks, path):
     """Identical documents spread over many blocks: every total ties."""
-    blocks(1)
+    blocks(1, windowed=PATHS[path])
     docs = [["a", "b"] if i % 3 else ["a", "c", "b"] for i in range(60)] + [["b"]] * 7
     index = BM25Index.build(docs, SIMPLE)
     for query in (["a", "b"], ["a", "b", "c"], ["b", "a", "a"], ["c", "b"]):
@@ -127,10 +137,12 @@ def test_ties_across_blocks_go_to_the_lower_doc(blocks):
             assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
 
 
-def test_zero_scores_still_rank_when_fewer_than_k_documents_score(blocks):
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_zero_scores_still_rank_when_fewer_than_k_documents_score(blocks, path):
     """atire's idf is log(N / df): a term in every document scores 0 there, its block
-    bounds are 0, and its documents' zero totals fill the top k behind the positive ones."""
-    blocks(2)
+    bounds are 0, and its documents' zero totals fill the top k behind the positive ones
+    (never a document without postings: the windowed path sums a window's every doc)."""
+    blocks(2, windowed=PATHS[path])
     docs = [["all", "some"] if i % 9 == 0 else ["all"] for i in range(90)]
     index = BM25Index.build(docs, SIMPLE, BM25Params(method="atire"))
     assert index._kernels._blocks is not None
