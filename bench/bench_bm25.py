@@ -5,21 +5,24 @@ Corpus: ~1,000-character passages cut from this machine's /usr/share/doc, /usr/s
 (gzipped pages decompressed) and the Python standard library sources, in a fixed order;
 cached under ``.bench/``. Queries: 1-4 distinct words drawn (fixed seed) from random
 passages. Every engine runs in its own subprocess on one thread, twice per run: once to
-build and save (build MB/s, also per CPU second, peak RSS), once to load and query (RSS
-once loaded, top-10 latency per raw query string, tokenisation included, wall clock and
-thread CPU time). Each phase runs ``--repeat`` times (default 3), round-robin over the
-engines (every engine builds, then every engine answers, then the next round), and keeps
-the best speed and the largest memory, with the 1-minute load average of every run: on a
-shared machine wall-clock latency includes other processes' time slices; CPU time does
-not. Lucene's worker starts a JVM per phase (``bm25_engines.lucene_build`` and
-``lucene_query``): JVM start-up is in no figure, and its query phase answers the queries
-untimed (at least twice, at least 10,000 in all) before the timed pass to warm the JVM
-(the other engines warm up on 20 queries). When Lucene cannot run here its row says "not
-measured" with the reason. How each engine builds, opens and searches is in
+build and save (build MB/s, also per CPU second, peak RSS; groundkit reads the corpus as it
+builds, :class:`StreamedTexts`, the reading included, unless ``--held-corpus``; the peers
+build from it held as a list of strings; each row's ``build_corpus`` says which), once to
+load and query (RSS once loaded, top-10 latency per raw query string, tokenisation
+included, wall clock and thread CPU time). Each phase runs ``--repeat`` times (default 3),
+round-robin over the engines (every engine builds, then every engine answers, then the next
+round), and keeps the best speed and the largest memory, with the 1-minute load average of
+every run: on a shared machine wall-clock latency includes other processes' time slices;
+CPU time does not. Lucene's worker starts a JVM per phase (``bm25_engines.lucene_build``
+and ``lucene_query``): JVM start-up is in no figure, and its query phase answers the
+queries untimed (at least twice, at least 10,000 in all) before the timed pass to warm the
+JVM (the other engines warm up on 20 queries). When Lucene cannot run here its row says
+"not measured" with the reason. How each engine builds, opens and searches is in
 ``bm25_engines.py``; timing, percentiles and memory figures come from ``common.py``.
 
     python bench/bench_bm25.py                     # 100,000 passages, 1,000 queries, 3 runs
     python bench/bench_bm25.py --chunks 20000 --engines groundkit,bm25s --repeat 1
+    python bench/bench_bm25.py --engines groundkit --held-corpus   # as the peers, as before
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
+from collections.abc import Iterator
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +130,35 @@ def load_texts(path: str | Path) -> list[str]:
         return [json.loads(line) for line in f]
 
 
+class StreamedTexts:
+    """The JSONL corpus read a block of lines at a time as a build consumes it (groundkit's
+    builder takes any iterable), so that the build's peak RSS is the engine's own, not
+    also the corpus held as Python strings (~1.4 GB at 10^6 passages). Reading and
+    decoding happen inside the timed build; ``read_s`` says how long they took."""
+
+    BLOCK = 4096
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self.read_s = 0.0
+
+    def __iter__(self) -> Iterator[str]:
+        with open(self.path, encoding="utf-8") as f:
+            while True:
+                start = time.perf_counter()
+                block = [json.loads(line) for line in islice(f, self.BLOCK)]
+                self.read_s += time.perf_counter() - start
+                if not block:
+                    return
+                yield from block
+
+
+def corpus_mb(path: str | Path) -> float:
+    """The corpus's UTF-8 size in MB, read line by line (nothing held)."""
+    with open(path, encoding="utf-8") as f:
+        return sum(len(json.loads(line).encode("utf-8")) for line in f) / 1e6
+
+
 def make_corpus(n_chunks: int, size: int, cache: Path) -> list[str]:
     path = corpus_path(cache, n_chunks, size)
     if path.exists():
@@ -165,17 +200,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     if args.worker == "lucene":
         return {**result, **_lucene_worker(args, out)}
     if args.phase == "build":
-        texts = load_texts(args.corpus)
-        base = rss_mib()
-        shutil.rmtree(out, ignore_errors=True)
-        mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-        cpu0 = cpu_s()
-        ms, _ = timed_ms(lambda: build_engine(args.worker, texts, out))
-        seconds, cpu_used = ms / 1e3, cpu_s() - cpu0
-        result.update(build_s=seconds, build_mb_s=mb / seconds, build_cpu_s=cpu_used,
-                      build_mb_cpu_s=mb / cpu_used, corpus_mb=mb, peak_rss_mib=peak_rss_mib(),
-                      peak_over_corpus_mib=peak_rss_mib() - base, disk_mib=dir_mib(out))
-        return result
+        return {**result, **_build(args, out)}
     queries = json.loads(Path(args.queries_path).read_text())[: args.n_queries]
     texts = load_texts(args.corpus) if args.worker == "rank-bm25" else []
     before = rss_mib()
@@ -201,6 +226,28 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _build(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """The build phase's figures. groundkit streams the corpus (:class:`StreamedTexts`)
+    unless ``--held-corpus``; the peers always build from it held as a list of strings.
+    ``build_corpus`` says which; ``peak_over_corpus_mib`` is the peak over the RSS before
+    the build (the corpus loaded, when it is held)."""
+    streamed = args.worker.startswith("groundkit") and not getattr(args, "held_corpus", False)
+    texts: Any = StreamedTexts(args.corpus) if streamed else load_texts(args.corpus)
+    mb = corpus_mb(args.corpus) if streamed else sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    base = rss_mib()
+    shutil.rmtree(out, ignore_errors=True)
+    cpu0 = cpu_s()
+    ms, _ = timed_ms(lambda: build_engine(args.worker, texts, out))
+    seconds, cpu_used = ms / 1e3, cpu_s() - cpu0
+    got = {"build_s": seconds, "build_mb_s": mb / seconds, "build_cpu_s": cpu_used,
+           "build_mb_cpu_s": mb / cpu_used, "corpus_mb": mb, "peak_rss_mib": peak_rss_mib(),
+           "peak_over_corpus_mib": peak_rss_mib() - base, "disk_mib": dir_mib(out),
+           "build_corpus": "streamed" if streamed else "held"}
+    if streamed:
+        got["corpus_read_s"] = texts.read_s  # inside build_s
+    return got
+
+
 def _lucene_worker(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Lucene's phase in a JVM this worker starts (its own figures, not this process's)."""
     if args.phase == "build":
@@ -218,7 +265,8 @@ def _run_worker(engine: str, phase: str, args: argparse.Namespace, paths: dict[s
                 n_queries: int) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", engine, "--phase", phase,
            "--corpus", str(paths["corpus"]), "--query-file", str(paths["queries"]),
-           "--index-dir", str(paths["indexes"] / engine), "--queries", str(n_queries)]
+           "--index-dir", str(paths["indexes"] / engine), "--queries", str(n_queries),
+           *(["--held-corpus"] if args.held_corpus else [])]
     env = dict(os.environ, PYTHONPATH=str(ROOT), **engine_env(engine))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     if proc.returncode != 0:
@@ -246,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=3600)
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per engine and phase; the best speed is kept (default 3)")
+    parser.add_argument("--held-corpus", action="store_true",
+                        help="groundkit builds from the corpus held as a list of strings, as "
+                             "the peers do (default: streamed from the JSONL file)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)

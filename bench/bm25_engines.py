@@ -13,7 +13,7 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,9 @@ def engine_facts(engine: str) -> dict[str, Any]:
             "build_table": "python" if compiled_table() is None else "compiled"}
 
 
-def build_engine(engine: str, texts: list[str], out: Path) -> None:
+def build_engine(engine: str, texts: Iterable[str], out: Path) -> None:
+    """Build ``engine``'s index of ``texts`` into ``out``: groundkit consumes any iterable
+    once (a stream, ``bench_bm25.StreamedTexts``); the peers need a list."""
     if engine.startswith("groundkit"):
         from groundkit.retrieval.bm25 import BM25Index, BM25Params
 
