@@ -1,4 +1,11 @@
-"""Building a BM25 index: texts (or term lists) in, term-major postings and scores out."""
+"""Building a BM25 index: texts (or term lists) in, term-major postings and scores out.
+
+Memory (issue 31): a build holds one batch of the corpus (which may be any iterable),
+every batch's postings in about 5 bytes each (:class:`Part`, each in a map of its own,
+unmapped as it is placed), then the final arrays and temporaries one
+:data:`SCORE_SLICE` long. At 10^6 passages, the corpus streamed, the peak RSS is 1.19x
+the index's size on disk (``bench/bench_scale.py``).
+"""
 
 from __future__ import annotations
 
