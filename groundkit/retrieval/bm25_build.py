@@ -1,11 +1,8 @@
 """Building a BM25 index: texts (or term lists) in, term-major postings and scores out.
 
-Memory (issue 31): a build holds one batch of the corpus (which may be any iterable),
-every batch's postings in about 5 bytes each (:class:`Part`, each in a map of its own,
-unmapped as it is placed), then the final arrays and temporaries one
-:data:`SCORE_SLICE` long. At 10^6 passages, the corpus streamed, the peak RSS is 1.19x
-the index's size on disk (``bench/bench_scale.py``).
-"""
+It holds one batch of the corpus, every batch's postings (:class:`Part`), then the final
+arrays and :data:`SCORE_SLICE`-long temporaries: at 10^6 passages, the corpus streamed,
+a peak RSS 1.19x the index's size on disk (issue 31, ``bench/bench_scale.py``)."""
 
 from __future__ import annotations
 
@@ -120,18 +117,15 @@ def lucene_scores(
     df: IntArray, dl: npt.NDArray[Any], docs: I32Array, tfs: npt.NDArray[Any], n_docs: int,
     avgdl: float, k1: float, b: float,
 ) -> F32Array:
-    """:func:`~.scoring.score_lucene_float32` for every posting, a slice of terms at a time.
-
-    The same float32 operations on the same operands (``normInverse`` per document,
-    the float32 weight per term), element by element, so the same bits; the only
-    temporaries are one :data:`SCORE_SLICE` long.
-    """
+    """:func:`~.scoring.score_lucene_float32` for every posting, a slice of terms at a time:
+    the same float32 operations on the same operands (``normInverse`` per document, the
+    float32 weight per term), element by element, so the same bits."""
     scores = np.empty(len(docs), dtype=np.float32)
     if len(docs) == 0:  # no postings (and avgdl 0): nothing to score
         return scores
     weight = np.asarray(scoring.idf_lucene(df.astype(np.float64), n_docs), dtype=np.float32)
     norm_inverse = scoring.norm_inverse_lucene(dl.astype(np.int32), avgdl, k1, b)
-    indptr = _indptr(df)
+    indptr = np.concatenate(([0], np.cumsum(df)))
     for lo, hi in term_slices(indptr, SCORE_SLICE):
         start, stop = int(indptr[lo]), int(indptr[hi])
         x = norm_inverse[docs[start:stop]]
@@ -143,17 +137,10 @@ def lucene_scores(
     return scores
 
 
-def _indptr(df: IntArray) -> IntArray:
-    indptr = np.zeros(len(df) + 1, dtype=np.int64)
-    np.cumsum(df, out=indptr[1:])
-    return indptr
-
-
 def variant_scores(p: Postings, params: BM25Params, dl: npt.NDArray[Any], n_docs: int,
                    avgdl: float) -> F32Array:
-    """:func:`posting_scores` of every posting of ``p`` (any method), a slice of terms at
-    a time: the float64 intermediates are :data:`SCORE_SLICE` long, the values the same
-    (every step is element-wise)."""
+    """:func:`posting_scores` of every posting of ``p``, a slice of terms at a time (every
+    step is element-wise: the same values, float64 intermediates of a slice only)."""
     indptr, docs, tfs = p.indptr, p.docs, p.tfs
     df = np.diff(indptr)
     df32, dl32 = df.astype(np.int32), dl.astype(np.int32)
@@ -192,9 +179,8 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
 
 
 def sliced_score_unit(scores: F32Array) -> float:
-    """:func:`~.bm25_query.score_unit` of ``scores``, without its mask as long as the index:
-    the unit of the smallest of the slices' smallest positive scores (``inf`` for a
-    slice with none, which ``score_unit`` passes over as it passes over 0)."""
+    """:func:`~.bm25_query.score_unit` of ``scores`` without a mask as long as the index:
+    that of the slices' smallest positive scores (``inf`` for a slice with none)."""
     smallest = [np.min(part, initial=np.inf, where=part > 0)
                 for part in np.split(scores, range(SCORE_SLICE, len(scores), SCORE_SLICE))]
     return score_unit(np.array(smallest, dtype=np.float32))
@@ -221,9 +207,8 @@ Item = str | Sequence[str] | Bag
 class Part(NamedTuple):
     """One batch's postings, sorted by term, then doc, in about 5 bytes a posting (the
     final arrays take 10): term ``terms[i]`` (ascending) has the next ``counts[i]``
-    postings; ``docs`` count from ``first_doc`` (two bytes each in a batch of at most
-    65,536 documents, as every batch of :attr:`Builder.BATCH_DOCS` is), ``tfs`` take two
-    bytes unless a count needs four."""
+    postings; ``docs`` count from ``first_doc`` (in two bytes in a batch of at most 65,536
+    documents, as :attr:`Builder.BATCH_DOCS` is), ``tfs`` in two bytes unless one needs four."""
 
     terms: I32Array
     counts: I32Array
@@ -249,8 +234,7 @@ class Part(NamedTuple):
             view = np.frombuffer(buf, dtype=a.dtype, count=len(a), offset=at)
             view[...] = a
             views.append(view)
-        terms, counts, docs, tfs = views
-        return cls(terms, counts, docs, tfs, first_doc)
+        return cls._make((*views, first_doc))
 
 
 class Builder:
