@@ -141,11 +141,15 @@ eval-v1: $(STAMP) ## the same run on golden v1, with its own gates
 bench: $(STAMP) bench-docs lucene ## benchmarks: throughput, latency, memory, with ratios against peers
 	$(PY) bench/run_all.py
 
-# Growth of the BM25 path: 10k, 100k, 1M passages (SCALE_SIZES=...,10000000 on request),
-# groundkit and its peers in one run; .bench/scale.json, plots and index.html in .bench/scale/.
+# Growth of the BM25 path: 10k, 100k, 1M passages, groundkit and its peers in one run;
+# .bench/scale.json, plots and index.html in .bench/scale/. 10M on request, with the engines
+# that fit in memory (about 35 minutes here; docs/scale.md):
+#   make bench-scale SCALE_SIZES=10000000 \
+#     SCALE_ARGS='--engines groundkit,tantivy --no-collection --out .bench/scale-10m.json'
 SCALE_SIZES ?= 10000,100000,1000000
+SCALE_ARGS  ?=
 bench-scale: $(STAMP) lucene ## BM25 growth to 1M passages: build, RSS, disk, open, latency, exponents
-	$(PY) bench/bench_scale.py --sizes $(SCALE_SIZES)
+	$(PY) bench/bench_scale.py --sizes $(SCALE_SIZES) $(SCALE_ARGS)
 
 # Mutated real files through every extractor; .bench/fuzz.json, failing inputs in
 # .bench/fuzz-failures/. Uses the debian-handbook's pages as HTML seeds when installed.
