@@ -240,6 +240,19 @@ static void run(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int32_
     }
 }
 
+/* The next document the essential lists propose from `from` on, or NONE: *first is raised
+ * past the lists whose bounds together can no longer lift a document into the top k. */
+static int32_t proposed(const term_t *terms, const double *ub, Py_ssize_t n, const heap_t *h,
+                        Py_ssize_t *first, int32_t from) {
+    while (*first < n && !enters(h, ub[*first], from)) (*first)++;
+    int32_t doc = NONE;
+    for (Py_ssize_t i = *first; i < n; i++) {
+        int32_t d = current(&terms[i]);
+        if (d < doc) doc = d;
+    }
+    return doc;
+}
+
 /* A term's bound in doc block b ([lo, hi)): its block maximum rounded up to whole steps
  * (exact in float32: 8 bits times a power of two), or, for a list without block maxima,
  * its maximum if it holds a document there, else 0. */
@@ -261,13 +274,7 @@ static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h,
                        double *bub, int32_t from, int32_t until) {
     Py_ssize_t first = 0;
     for (;;) {
-        while (first < n && !enters(h, ub[first], from)) first++;
-        if (first >= n) return;
-        int32_t doc = NONE;
-        for (Py_ssize_t i = first; i < n; i++) {
-            int32_t d = current(&terms[i]);
-            if (d < doc) doc = d;
-        }
+        int32_t doc = proposed(terms, ub, n, h, &first, from);
         if (doc == NONE || doc >= until) return;
         Py_ssize_t b = doc >> shift;
         int32_t lo = (int32_t)((int64_t)b << shift), hi = block_end(b, shift);
@@ -394,13 +401,7 @@ static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h
     Py_ssize_t first = 0, added = n;
     int32_t from = 0;
     for (;;) {
-        while (first < n && !enters(h, ub[first], from)) first++;
-        if (first >= n) return;
-        int32_t doc = NONE;
-        for (Py_ssize_t i = first; i < n; i++) {
-            int32_t d = current(&terms[i]);
-            if (d < doc) doc = d;
-        }
+        int32_t doc = proposed(terms, ub, n, h, &first, from);
         if (doc == NONE) return;
         int32_t lo = (int32_t)(((int64_t)doc >> wshift) << wshift);
         int32_t hi = block_end(lo >> wshift, wshift);
