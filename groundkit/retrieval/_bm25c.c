@@ -170,6 +170,8 @@ static void lay_out(term_t *t, int32_t lo) {
     t->row_lo = lo;
 }
 
+#define PROBE_AHEAD 128
+
 /* t's score for doc, 0 when it has none (adding 0 changes no total). The second probe of
  * a block lays the block's scores out, and the rest are look-ups: probes into a long list
  * (galloping, then bisection) mispredict branches, ~20-30 ns each. */
@@ -184,6 +186,14 @@ static inline double probe(term_t *t, int32_t doc) {
         t->probed_lo = lo;
     }
     advance(t, doc);
+#if defined(__GNUC__)
+    /* the probes walk the list forward: ask for the lines PROBE_AHEAD postings on now
+     * (measured at 10^6 passages, caches cold: p50 -5%; ADR-0003, revision 2026-12-06) */
+    if (t->pos + PROBE_AHEAD < t->end) {
+        __builtin_prefetch(t->docs + t->pos + PROBE_AHEAD);
+        __builtin_prefetch(t->scores + t->pos + PROBE_AHEAD);
+    }
+#endif
     return t->pos < t->end && t->docs[t->pos] == doc ? score_at(t) : 0.0;
 }
 
