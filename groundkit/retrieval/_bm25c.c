@@ -364,13 +364,20 @@ static inline double admission(const heap_t *h) {
     return h->size < h->cap ? h->theta0 : h->score[0];
 }
 
+/* The least partial total over lists [c, n) with which a document could still enter: the
+ * admission less the other lists' maxima (every sum here is exact, multiples of u below
+ * 2^53 u, and so is the difference). */
+static inline double floor_from(const heap_t *h, const double *ub, Py_ssize_t c) {
+    return admission(h) - (c > 0 ? ub[c - 1] : 0.0);
+}
+
 /* One window [lo, hi) of the windowed path: lists [summed, n), every essential list among
  * them, add their scores into acc (the window's totals, float64, `width` of them), and the
  * documents whose partial total plus the other lists' maxima could enter are its
  * candidates. While probing the next list for every candidate would cost more than adding
  * it (`est[i]`: list i's expected postings in a window; a probe costs about PROBE_COST
  * added postings), that list is added too and the candidates filtered by the tighter
- * bound; the rest are completed by probes. admission(h) - ub[summed - 1] must be
+ * bound; the rest are completed by probes. floor_from(h, ub, summed) must be
  * positive: a document without postings (total 0) is then never a candidate. Returns
  * where the lists summed began at the end. */
 static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize_t summed,
@@ -379,12 +386,11 @@ static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize
     memset(acc, 0, sizeof(double) * (size_t)width);
     for (Py_ssize_t i = summed; i < n; i++) accumulate(&terms[i], acc, lo, hi);
     Py_ssize_t c = summed;
-    /* every sum here is exact (multiples of u below 2^53 u): so is each difference */
-    Py_ssize_t found = candidates(acc, width, admission(h) - (c > 0 ? ub[c - 1] : 0.0), cand);
+    Py_ssize_t found = candidates(acc, width, floor_from(h, ub, c), cand);
     while (c > 0 && found > 0 && (double)found * PROBE_COST > est[c - 1]) {
         c--;
         accumulate(&terms[c], acc, lo, hi);
-        double floor = admission(h) - (c > 0 ? ub[c - 1] : 0.0);
+        double floor = floor_from(h, ub, c);
         Py_ssize_t kept = 0;
         for (Py_ssize_t j = 0; j < found; j++)
             if (acc[cand[j]] >= floor) cand[kept++] = cand[j];
@@ -408,7 +414,7 @@ static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize
 static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int shift,
                         int wshift, double *acc, int32_t *cand, const double *est,
                         double *bub) {
-    Py_ssize_t first = 0, added = n;
+    Py_ssize_t first = 0, added = n, width = (Py_ssize_t)1 << wshift;
     int32_t from = 0;
     for (;;) {
         int32_t doc = proposed(terms, ub, n, h, &first, from);
@@ -417,12 +423,11 @@ static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h
         int32_t hi = block_end(lo >> wshift, wshift);
         double essential = 0.0;
         for (Py_ssize_t i = first; i < n; i++) essential += est[i];
-        if (essential * SPARSE >= (double)((int64_t)1 << wshift)
-            && admission(h) - (first > 0 ? ub[first - 1] : 0.0) > 0.0) {
+        if (essential * SPARSE >= (double)width && floor_from(h, ub, first) > 0.0) {
             /* start where the last window's cost model ended: its candidates were too many
              * to probe above that list, and the next window's lists look alike */
-            added = window(terms, ub, n, added < first ? added : first, h, lo, hi, acc,
-                           (Py_ssize_t)1 << wshift, cand, est);
+            added = window(terms, ub, n, added < first ? added : first, h, lo, hi, acc, width,
+                           cand, est);
         } else {
             run_blocks(terms, ub, n, h, shift, bub, lo, hi);
         }
