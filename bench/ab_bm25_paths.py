@@ -10,8 +10,14 @@ search reads its postings from memory, as a fresh query in the bench does), the 
 (block-max MaxScore, ADR-0003's 2026-12-04 revision), ``windowed`` is the default. Every
 variant must return the same hits for every query, or the run fails.
 
+``--against REV`` compares kernels instead: ``_bm25c.c`` as committed at git revision REV
+against the working tree's, both compiled here with the interpreter's own flags (as the
+install builds it) under names of their own, run with the default ``WINDOWED``. They must
+speak the same interface (``_bm25c.VERSION``).
+
     python bench/ab_bm25_paths.py --passages 1000000                # the kept 1M index
     python bench/ab_bm25_paths.py --passages 100000 --passes 3 --clock wall
+    python bench/ab_bm25_paths.py --against HEAD                    # a kernel change
 
 The index and queries are ``profile_bm25_queries.py``'s (built there on first use).
 """
@@ -19,9 +25,16 @@ The index and queries are ``profile_bm25_queries.py``'s (built there on first us
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import shlex
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import bench_bm25  # first: it pins numeric libraries to one thread
 import numpy as np
@@ -32,6 +45,36 @@ from groundkit.retrieval import bm25_blocks
 
 K = 10
 NEVER = 10**9
+SOURCE = "groundkit/retrieval/_bm25c.c"
+
+
+def compiled(source: str, name: str, where: Path) -> ModuleType:
+    """``source`` (the kernel's C text) compiled as module ``name`` in ``where``, with the
+    flags this interpreter's extensions are built with, and imported."""
+    c_file = where / f"{name}.c"
+    c_file.write_text(source.replace("PyInit__bm25c(", f"PyInit_{name}("))
+    so_file = where / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    cmd = [*shlex.split(sysconfig.get_config_var("CC")),
+           *shlex.split(sysconfig.get_config_var("CFLAGS")),
+           *shlex.split(sysconfig.get_config_var("CCSHARED")), "-shared",
+           f"-I{sysconfig.get_paths()['include']}", str(c_file), "-o", str(so_file)]
+    subprocess.run(cmd, check=True)
+    spec = importlib.util.spec_from_file_location(name, so_file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernels_against(rev: str, where: Path) -> dict[str, ModuleType]:
+    """The kernel at git revision ``rev`` and the working tree's, compiled alike."""
+    old = subprocess.run(["git", "show", f"{rev}:{SOURCE}"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    got = {rev: compiled(old, "_bm25c_then", where),
+           "working": compiled((ROOT / SOURCE).read_text(), "_bm25c_now", where)}
+    if len({m.VERSION for m in got.values()}) != 1:
+        raise SystemExit(f"{rev}'s kernel speaks another interface: compare like with like")
+    return got
 
 
 def main() -> int:
@@ -45,21 +88,41 @@ def main() -> int:
     p.add_argument("--clock", choices=["wall", "cpu"], default="cpu",
                    help="this thread's CPU time (default: less noisy under load), or wall")
     p.add_argument("--cache", type=Path, default=ROOT / ".bench")
+    p.add_argument("--against", metavar="REV",
+                   help="compare the kernel at this git revision with the working tree's")
     args = p.parse_args()
-    variants = {"blocks": NEVER, "windowed": bm25_blocks.WINDOWED,
-                **{f"windowed>={w}": w for w in args.windowed}}
     index, corpus = profile_bm25_queries.index_at(args.passages, args.cache, args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.against:
+            kernels = kernels_against(args.against, Path(tmp))
+            default = bm25_blocks.WINDOWED
+
+            def use(name: str) -> None:
+                index._kernels.compiled = kernels[name]
+                bm25_blocks.WINDOWED = default
+            return compare(index, corpus, list(kernels), use, args)
+        variants = {"blocks": NEVER, "windowed": bm25_blocks.WINDOWED,
+                    **{f"windowed>={w}": w for w in args.windowed}}
+
+        def windowed(name: str) -> None:
+            bm25_blocks.WINDOWED = variants[name]
+        return compare(index, corpus, list(variants), windowed, args)
+
+
+def compare(index: Any, corpus: Path, names: list[str], use: Any, args: Any) -> int:
+    """Every query under every variant (``use(name)`` selects one), interleaved and
+    rotated, caches flushed; the best of the passes per query and variant is printed as
+    percentiles. Returns 1 when two variants give different hits."""
     queries = bench_bm25.make_queries(bench_bm25.load_texts(corpus), args.queries, args.seed)
     clock = time.perf_counter if args.clock == "wall" else time.thread_time
     flush = np.ones(8 * 1024 * 1024)  # 64 MB
-    names = list(variants)
     best = {v: [float("inf")] * len(queries) for v in names}
     for _ in range(args.passes):
         for i, q in enumerate(queries):
             hits = []
             for j in range(len(names)):
                 name = names[(i + j) % len(names)]
-                bm25_blocks.WINDOWED = variants[name]
+                use(name)
                 flush += 1.0
                 t0 = clock()
                 hits.append(index.search(q, K))

@@ -27,11 +27,14 @@
  *
  * Windowed (queries whose lists hold at least `windowed` postings a block): where even
  * block bounds leave nearly every document to complete (3-4 common words of similar
- * weight), documents come a window of 16 blocks at a time; the essential lists add their
- * scores into the window's float64 totals, in order and without a branch per posting; the
- * totals that could still enter are picked eight at a time, and the next list is added
- * too while that costs less than probing it for each of them. Sparse windows go block by
- * block. The sums are as exact as before, so the answers are the same bits.
+ * weight), documents come a window of 16 blocks at a time. A window's bounds (each list's
+ * best block maximum there) skip it unread when no document in it can enter, and stand in
+ * for the lists' maxima inside it. The essential lists add their scores into the window's
+ * float64 totals, in order and without a branch per posting; the totals that could still
+ * enter are picked (eight at a time, AVX-512 or AVX2 where the CPU has them) as the
+ * window is zeroed for the next, and the next list is added too while that costs less
+ * than probing it for each of them. Sparse windows go block by block. The sums are as
+ * exact as before, so the answers are the same bits.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -39,6 +42,10 @@
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define GK_WIDE_SCAN 1 /* AVX2 and AVX-512 scans, chosen at import by what the CPU has */
 #endif
 
 #define GK_KERNEL_VERSION 7
@@ -345,18 +352,68 @@ static inline int any_of_8(const double *acc, double floor) {
 #endif
 }
 
-/* The positions j in [0, n) where acc[j] >= floor, into cand (n a multiple of 8); returns
- * how many. Groups of eight are tested at once: most hold none. */
-static Py_ssize_t candidates(const double *acc, Py_ssize_t n, double floor, int32_t *cand) {
+/* The candidates of a summed window: the positions j in [0, n) where acc[j] >= floor go to
+ * cand, ascending, and their totals to total; returns how many. Every acc[j] is left 0,
+ * ready for the next window: zeroing here, while the line is in the cache, spares a
+ * memset of the window (n a multiple of 8). A window of 2,048 totals holds about one
+ * candidate at 10^6 passages, so groups of eight are tested at once; this and adding the
+ * postings are a window's cost. The widest variant the CPU runs is chosen at import. */
+static Py_ssize_t take_sse2(double *acc, Py_ssize_t n, double floor, int32_t *cand,
+                            double *total) {
     Py_ssize_t found = 0;
-    for (Py_ssize_t j = 0; j < n; j += 8)
+    for (Py_ssize_t j = 0; j < n; j += 8) {
         if (any_of_8(acc + j, floor))
             for (int q = 0; q < 8; q++) { /* no branch: passing is unpredictable */
                 cand[found] = (int32_t)(j + q);
+                total[found] = acc[j + q];
                 found += acc[j + q] >= floor;
             }
+        memset(acc + j, 0, 8 * sizeof(double));
+    }
     return found;
 }
+
+#if defined(GK_WIDE_SCAN)
+__attribute__((target("avx2")))
+static Py_ssize_t take_avx2(double *acc, Py_ssize_t n, double floor, int32_t *cand,
+                            double *total) {
+    Py_ssize_t found = 0;
+    __m256d f = _mm256_set1_pd(floor), zero = _mm256_setzero_pd();
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        __m256d a = _mm256_loadu_pd(acc + j), b = _mm256_loadu_pd(acc + j + 4);
+        unsigned mask = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, f, _CMP_GE_OQ))
+                        | (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(b, f, _CMP_GE_OQ)) << 4;
+        for (; mask; mask &= mask - 1) { /* set bits in order: ascending positions */
+            int q = __builtin_ctz(mask);
+            cand[found] = (int32_t)(j + q);
+            total[found++] = acc[j + q];
+        }
+        _mm256_storeu_pd(acc + j, zero);
+        _mm256_storeu_pd(acc + j + 4, zero);
+    }
+    return found;
+}
+
+__attribute__((target("avx512f")))
+static Py_ssize_t take_avx512(double *acc, Py_ssize_t n, double floor, int32_t *cand,
+                              double *total) {
+    Py_ssize_t found = 0;
+    __m512d f = _mm512_set1_pd(floor), zero = _mm512_setzero_pd();
+    for (Py_ssize_t j = 0; j < n; j += 8) {
+        unsigned mask = _mm512_cmp_pd_mask(_mm512_loadu_pd(acc + j), f, _CMP_GE_OQ);
+        for (; mask; mask &= mask - 1) {
+            int q = __builtin_ctz(mask);
+            cand[found] = (int32_t)(j + q);
+            total[found++] = acc[j + q];
+        }
+        _mm512_storeu_pd(acc + j, zero);
+    }
+    return found;
+}
+#endif
+
+typedef Py_ssize_t (*take_t)(double *, Py_ssize_t, double, int32_t *, double *);
+static take_t take = take_sse2; /* the widest variant this CPU runs: set at import */
 
 /* The lowest total that could still enter: the full heap's worst, or theta0 while it fills
  * (a tie with the worst never enters here: later documents have higher ids). */
@@ -371,65 +428,109 @@ static inline double floor_from(const heap_t *h, const double *ub, Py_ssize_t c)
     return admission(h) - (c > 0 ? ub[c - 1] : 0.0);
 }
 
+/* Add t's scores for the documents in [lo, hi) to the candidates' totals (cand ascending;
+ * acc, all 0, serves as scratch and is left all 0). */
+static void add_to(term_t *t, double *acc, int32_t lo, int32_t hi, const int32_t *cand,
+                   double *total, Py_ssize_t found) {
+    advance(t, lo);
+    Py_ssize_t from = t->pos;
+    accumulate(t, acc, lo, hi);
+    for (Py_ssize_t j = 0; j < found; j++) total[j] += acc[cand[j]];
+    for (Py_ssize_t p = from; p < t->pos; p++) acc[t->docs[p] - lo] = 0.0;
+}
+
 /* One window [lo, hi) of the windowed path: lists [summed, n), every essential list among
- * them, add their scores into acc (the window's totals, float64, `width` of them), and the
- * documents whose partial total plus the other lists' maxima could enter are its
- * candidates. While probing the next list for every candidate would cost more than adding
- * it (`est[i]`: list i's expected postings in a window; a probe costs about PROBE_COST
- * added postings), that list is added too and the candidates filtered by the tighter
- * bound; the rest are completed by probes. floor_from(h, ub, summed) must be
- * positive: a document without postings (total 0) is then never a candidate. Returns
- * where the lists summed began at the end. */
+ * them, add their scores into acc (the window's totals, float64, `width` of them, all 0
+ * on entry and on return), and the documents whose partial total plus the other lists'
+ * bounds could enter are its candidates. While probing the next list for every candidate
+ * would cost more than adding it (`est[i]`: list i's expected postings in a window; a
+ * probe costs about PROBE_COST added postings), that list is added too and the
+ * candidates filtered by the tighter bound; the rest are completed by probes.
+ * floor_from(h, ub, summed) must be positive: a document without postings (total 0) is
+ * then never a candidate. Returns where the lists summed began at the end. */
 static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize_t summed,
                          heap_t *h, int32_t lo, int32_t hi, double *acc, Py_ssize_t width,
-                         int32_t *cand, const double *est) {
-    memset(acc, 0, sizeof(double) * (size_t)width);
+                         int32_t *cand, double *total, const double *est) {
     for (Py_ssize_t i = summed; i < n; i++) accumulate(&terms[i], acc, lo, hi);
     Py_ssize_t c = summed;
-    Py_ssize_t found = candidates(acc, width, floor_from(h, ub, c), cand);
+    Py_ssize_t found = take(acc, width, floor_from(h, ub, c), cand, total);
     while (c > 0 && found > 0 && (double)found * PROBE_COST > est[c - 1]) {
         c--;
-        accumulate(&terms[c], acc, lo, hi);
+        add_to(&terms[c], acc, lo, hi, cand, total, found);
         double floor = floor_from(h, ub, c);
         Py_ssize_t kept = 0;
         for (Py_ssize_t j = 0; j < found; j++)
-            if (acc[cand[j]] >= floor) cand[kept++] = cand[j];
+            if (total[j] >= floor) {
+                cand[kept] = cand[j];
+                total[kept++] = total[j];
+            }
         found = kept;
     }
     for (Py_ssize_t j = 0; j < found; j++) {
         int32_t doc = lo + cand[j];
-        if (c > 0) complete(terms, ub, c, h, doc, acc[cand[j]]);
-        else if (enters(h, acc[cand[j]], doc)) push(h, doc, acc[cand[j]]);
+        if (c > 0) complete(terms, ub, c, h, doc, total[j]);
+        else if (enters(h, total[j], doc)) push(h, doc, total[j]);
     }
     return c;
 }
 
+/* A term's bound over the doc blocks [b, b + blocks) ([lo, hi), the last block possibly
+ * cut short by n_blocks): its best block maximum there, as block_bound. */
+static double window_bound(term_t *t, Py_ssize_t b, Py_ssize_t blocks, Py_ssize_t n_blocks,
+                           int32_t lo, int32_t hi) {
+    if (t->quanta != NULL) {
+        uint8_t best = 0;
+        for (Py_ssize_t j = b; j < b + blocks && j < n_blocks; j++)
+            if (t->quanta[j] > best) best = t->quanta[j];
+        double q = weighed((float)((double)best * t->step), t->count);
+        return q < t->maximum ? q : t->maximum;
+    }
+    advance(t, lo);
+    return t->pos < t->end && t->docs[t->pos] < hi ? t->maximum : 0.0;
+}
+
 /* Windowed accumulation, for queries whose lists are dense (long queries of common words
  * at about 10^6 documents, where MaxScore document at a time completes nearly every
- * document it is offered): documents come a window of 2^wshift at a time, summed in the
- * L1 cache without a branch per posting (`window`). A window goes block by block instead
+ * document it is offered): documents come a window of 2^wshift at a time. Each window's
+ * bounds (wub: the lists' best block maxima there, summed as ub) skip it unread when no
+ * document there can enter, and otherwise stand in for the lists' maxima: which lists are
+ * summed, which candidates are kept and when a probe stops. The window is summed in the
+ * L1 cache without a branch per posting (`window`), or goes block by block
  * (`run_blocks`, which only ever offers documents with postings) when its essential lists
  * are sparse there, or when a document without postings could enter (zero totals while
  * the heap fills). */
 static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int shift,
-                        int wshift, double *acc, int32_t *cand, const double *est,
-                        double *bub) {
+                        int wshift, Py_ssize_t n_blocks, double *acc, int32_t *cand,
+                        double *total, const double *est, double *bub, double *wub) {
     Py_ssize_t first = 0, added = n, width = (Py_ssize_t)1 << wshift;
+    Py_ssize_t blocks = (Py_ssize_t)1 << (wshift - shift);
     int32_t from = 0;
     for (;;) {
         int32_t doc = proposed(terms, ub, n, h, &first, from);
         if (doc == NONE) return;
         int32_t lo = (int32_t)(((int64_t)doc >> wshift) << wshift);
         int32_t hi = block_end(lo >> wshift, wshift);
-        double essential = 0.0;
-        for (Py_ssize_t i = first; i < n; i++) essential += est[i];
-        if (essential * SPARSE >= (double)width && floor_from(h, ub, first) > 0.0) {
-            /* start where the last window's cost model ended: its candidates were too many
-             * to probe above that list, and the next window's lists look alike */
-            added = window(terms, ub, n, added < first ? added : first, h, lo, hi, acc, width,
-                           cand, est);
+        double sum = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            sum += window_bound(&terms[i], lo >> shift, blocks, n_blocks, lo, hi);
+            wub[i] = sum;
+        }
+        if (!enters(h, sum, doc)) { /* no document here can enter: skip the window unread */
+            for (Py_ssize_t i = first; i < n; i++) advance(&terms[i], hi);
         } else {
-            run_blocks(terms, ub, n, h, shift, bub, lo, hi);
+            Py_ssize_t wfirst = first; /* lists essential by the window's bounds */
+            while (wfirst < n && !enters(h, wub[wfirst], lo)) wfirst++;
+            double essential = 0.0;
+            for (Py_ssize_t i = wfirst; i < n; i++) essential += est[i];
+            Py_ssize_t summed = added < wfirst ? added : wfirst;
+            if (essential * SPARSE >= (double)width && floor_from(h, wub, summed) > 0.0) {
+                /* start where the last window's cost model ended: its candidates were too
+                 * many to probe above that list, and the next window's lists look alike */
+                added = window(terms, wub, n, summed, h, lo, hi, acc, width, cand, total, est);
+            } else {
+                run_blocks(terms, wub, n, h, shift, bub, lo, hi);
+            }
+            for (Py_ssize_t i = first; i < n; i++) advance(&terms[i], hi);
         }
         if (hi == NONE) return;
         from = hi;
@@ -530,7 +631,7 @@ static int read_terms(PyObject *spec, const arrays_t *a, Py_ssize_t k, double li
  * windowed path's totals, candidates and expected postings. */
 typedef struct {
     term_t *terms;
-    double *ub, *bub, *heap_scores, *acc, *est;
+    double *ub, *bub, *wub, *heap_scores, *acc, *total, *est;
     int32_t *heap_docs, *cand;
     float *rows;
 } scratch_t;
@@ -539,10 +640,12 @@ static void free_scratch(scratch_t *s) {
     PyMem_Free(s->terms);
     PyMem_Free(s->ub);
     PyMem_Free(s->bub);
+    PyMem_Free(s->wub);
     PyMem_Free(s->heap_scores);
     PyMem_Free(s->heap_docs);
     PyMem_Free(s->rows);
     PyMem_Free(s->acc);
+    PyMem_Free(s->total);
     PyMem_Free(s->cand);
     PyMem_Free(s->est);
 }
@@ -573,9 +676,11 @@ static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta,
             for (Py_ssize_t i = 0; i < n; i++) s->terms[i].row = s->rows + ((size_t)i << a->shift);
     }
     if (by_windows) {
-        s->acc = PyMem_Malloc(width * sizeof(double));
+        s->acc = PyMem_Calloc(width, sizeof(double)); /* each window leaves it all 0 */
+        s->total = PyMem_Malloc(width * sizeof(double));
         s->cand = PyMem_Malloc(width * sizeof(int32_t));
         s->est = PyMem_Malloc((size_t)n * sizeof(double));
+        s->wub = PyMem_Malloc((size_t)n * sizeof(double));
         if (s->est != NULL) {
             double docs = (double)a->n_blocks * (double)((int64_t)1 << a->shift);
             for (Py_ssize_t i = 0; i < n; i++)
@@ -583,11 +688,12 @@ static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta,
         }
     }
     if (!h.score || !h.doc || ((by_blocks || by_windows) && !s->rows)
-        || (by_windows && (!s->acc || !s->cand || !s->est)))
+        || (by_windows && (!s->acc || !s->total || !s->cand || !s->est || !s->wub)))
         return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS
     if (by_windows)
-        run_windows(s->terms, s->ub, n, &h, a->shift, wshift, s->acc, s->cand, s->est, s->bub);
+        run_windows(s->terms, s->ub, n, &h, a->shift, wshift, a->n_blocks, s->acc, s->cand,
+                    s->total, s->est, s->bub, s->wub);
     else if (by_blocks)
         run_blocks(s->terms, s->ub, n, &h, a->shift, s->bub, 0, NONE);
     else
@@ -755,6 +861,11 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__bm25c(void) {
+#if defined(GK_WIDE_SCAN)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) take = take_avx512;
+    else if (__builtin_cpu_supports("avx2")) take = take_avx2;
+#endif
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddIntConstant(m, "VERSION", GK_KERNEL_VERSION) < 0) {
         Py_DECREF(m);

@@ -137,6 +137,25 @@ def test_ties_across_blocks_go_to_the_lower_doc(blocks, path):
             assert index.search_terms(query, top_k=k) == exhaustive(index, query, k)
 
 
+@pytest.mark.parametrize("shift", [0, 2])
+def test_a_window_is_bounded_by_every_block_in_it(blocks, shift):
+    """The windowed path skips a window whose bound cannot enter: the bound must count
+    every block of the window, its last included. The first window fills the heap with
+    good documents; the two best are each the last document of a later window, whose
+    other documents could not enter."""
+    blocks(shift, windowed=0)
+    width = 16 << shift  # a window: 16 blocks of 2**shift documents
+    good, best = [1, 2, 3], [2 * width - 1, 3 * width - 1]
+    docs = [["a", "b", "b", "b"] if i in best else ["a", "b", "b", "y"] if i in good
+            else ["a", "b", "x", "y"] for i in range(4 * width)]
+    index = BM25Index.build(docs, SIMPLE)
+    assert index._kernels._blocks is not None
+    want = exhaustive(index, ["a", "b"], 5)
+    assert [d for d, _ in want] == best + good
+    for k in (1, 2, 3, 5):
+        assert index.search_terms(["a", "b"], top_k=k) == want[:k]
+
+
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_zero_scores_still_rank_when_fewer_than_k_documents_score(blocks, path):
     """atire's idf is log(N / df): a term in every document scores 0 there, its block
