@@ -6,9 +6,11 @@ rotated from query to query, so no variant always follows the one that warmed th
 the CPU caches flushed before each search (64 MB written: twice this machine's L3, so each
 search reads its postings from memory, as a fresh query in the bench does), the best of
 ``--passes`` kept per query and variant. A variant is a value of ``bm25_blocks.WINDOWED``
-(the postings per block from which the kernel sums windows): ``blocks`` never sums them
-(block-max MaxScore, ADR-0003's 2026-12-04 revision), ``windowed`` is the default. Every
-variant must return the same hits for every query, or the run fails.
+(the postings per block from which the kernel sums windows), with or without the index's
+score columns: ``blocks`` never sums them (block-max MaxScore, ADR-0003's 2026-12-04
+revision), ``windowed`` sums them without columns (2026-12-06), ``columns`` is the default
+(2026-12-07; an index built before it has none, and the variant equals ``windowed``).
+Every variant must return the same hits for every query, or the run fails.
 
 ``--against REV`` compares kernels instead: ``_bm25c.c`` as committed at git revision REV
 against the working tree's, both compiled here with the interpreter's own flags (as the
@@ -84,7 +86,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--windowed", type=int, nargs="*", default=[],
-                   help="more WINDOWED values to compare (beside never and the default)")
+                   help="more WINDOWED values to compare (with the columns)")
     p.add_argument("--clock", choices=["wall", "cpu"], default="cpu",
                    help="this thread's CPU time (default: less noisy under load), or wall")
     p.add_argument("--cache", type=Path, default=ROOT / ".bench")
@@ -95,18 +97,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if args.against:
             kernels = kernels_against(args.against, Path(tmp))
-            default = bm25_blocks.WINDOWED
 
             def use(name: str) -> None:
                 index._kernels.compiled = kernels[name]
-                bm25_blocks.WINDOWED = default
             return compare(index, corpus, list(kernels), use, args)
-        variants = {"blocks": NEVER, "windowed": bm25_blocks.WINDOWED,
-                    **{f"windowed>={w}": w for w in args.windowed}}
+        columns = index._kernels._columns
+        windowed = bm25_blocks.WINDOWED
+        variants = {"blocks": (NEVER, None), "windowed": (windowed, None),
+                    "columns": (windowed, columns),
+                    **{f"windowed>={w}": (w, columns) for w in args.windowed}}
 
-        def windowed(name: str) -> None:
-            bm25_blocks.WINDOWED = variants[name]
-        return compare(index, corpus, list(variants), windowed, args)
+        def setting(name: str) -> None:
+            bm25_blocks.WINDOWED, index._kernels._columns = variants[name]
+        return compare(index, corpus, list(variants), setting, args)
 
 
 def compare(index: Any, corpus: Path, names: list[str], use: Any, args: Any) -> int:

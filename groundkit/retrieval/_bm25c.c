@@ -48,7 +48,7 @@
 #define GK_WIDE_SCAN 1 /* AVX2 and AVX-512 scans, chosen at import by what the CPU has */
 #endif
 
-#define GK_KERNEL_VERSION 7
+#define GK_KERNEL_VERSION 8
 
 typedef struct {
     const int32_t *docs;
@@ -62,6 +62,9 @@ typedef struct {
     float *row;             /* one block's scores laid out by doc (NULL: never) */
     int32_t row_lo, probed_lo; /* the block laid out in row; the block probed last */
     int shift;              /* a doc block is 2^shift documents */
+    const float *column;    /* the score of every document (0: none), or NULL */
+    const int32_t *starts;  /* with a column: per doc block, its first posting's offset */
+    Py_ssize_t base, n_blocks, n_docs; /* the list's first posting; the column's extent */
 } term_t;
 
 typedef struct {
@@ -79,6 +82,9 @@ typedef struct {
     const uint8_t *quanta;
     Py_ssize_t n_postings, n_impacts, n_slots, n_blocks;
     int shift;
+    const float *columns;      /* score columns, n_docs each (bm25_blocks), or NULL */
+    const int32_t *col_starts; /* per column, n_blocks + 1 offsets */
+    Py_ssize_t n_columns, n_docs;
 } arrays_t;
 
 /* Whether entry a ranks below entry b (lower score, or the same score and a higher doc). */
@@ -135,8 +141,19 @@ static inline double score_at(const term_t *t) {
     return weighed(t->scores[t->pos], t->count);
 }
 
-/* Move t to its first posting with doc >= target (galloping, then bisection). */
+/* Where t's postings of the doc blocks from target's on begin (a list with a column). */
+static inline Py_ssize_t block_start(const term_t *t, int32_t target) {
+    Py_ssize_t b = target >> t->shift;
+    return b >= t->n_blocks ? t->end : t->base + t->starts[b];
+}
+
+/* Move t to its first posting with doc >= target (galloping, then bisection; a list with
+ * a column first jumps to target's block). */
 static void advance(term_t *t, int32_t target) {
+    if (t->starts != NULL && t->pos < t->end && t->docs[t->pos] < target) {
+        Py_ssize_t at = block_start(t, target);
+        if (at > t->pos) t->pos = at;
+    }
     Py_ssize_t lo = t->pos, step = 1, hi;
     if (lo >= t->end || t->docs[lo] >= target) return;
     hi = lo + 1;
@@ -183,6 +200,7 @@ static void lay_out(term_t *t, int32_t lo) {
  * a block lays the block's scores out, and the rest are look-ups: probes into a long list
  * (galloping, then bisection) mispredict branches, ~20-30 ns each. */
 static inline double probe(term_t *t, int32_t doc) {
+    if (t->column != NULL) return weighed(t->column[doc], t->count); /* one read */
     if (t->row != NULL) {
         int32_t lo = doc & ~(((int32_t)1 << t->shift) - 1);
         if (t->row_lo == lo) return t->row[doc - lo];
@@ -307,7 +325,8 @@ static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h,
         }
         for (Py_ssize_t i = first; i < n; i++) { /* the rest of the block: skipped */
             term_t *t = &terms[i];
-            while (t->pos < t->end && t->docs[t->pos] < hi) t->pos++;
+            if (t->starts != NULL) advance(t, hi);
+            else while (t->pos < t->end && t->docs[t->pos] < hi) t->pos++;
         }
         if (hi == NONE) return;
         from = hi;
@@ -322,8 +341,25 @@ static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h,
 #define PROBE_COST 16.0
 #define SPARSE 64.0
 
+/* Add a column's scores for the documents in [lo, hi) into acc: every document, no doc
+ * ids read (adding 0 changes no total); t ends at hi (lo and hi: block boundaries). */
+static void accumulate_column(term_t *t, double *acc, int32_t lo, int32_t hi) {
+    const float *column = t->column;
+    Py_ssize_t end = hi < t->n_docs ? hi : t->n_docs;
+    if (t->count == 1.0f)
+        for (Py_ssize_t j = lo; j < end; j++) acc[j - lo] += column[j];
+    else
+        for (Py_ssize_t j = lo; j < end; j++) acc[j - lo] += weighed(column[j], t->count);
+    Py_ssize_t at = block_start(t, hi);
+    if (at > t->pos) t->pos = at;
+}
+
 /* Add t's scores for the documents in [lo, hi) into acc (acc[0] is lo's); t ends at hi. */
 static void accumulate(term_t *t, double *acc, int32_t lo, int32_t hi) {
+    if (t->column != NULL) {
+        accumulate_column(t, acc, lo, hi);
+        return;
+    }
     advance(t, lo);
     const int32_t *docs = t->docs;
     const float *scores = t->scores;
@@ -445,7 +481,9 @@ static void add_to(term_t *t, double *acc, int32_t lo, int32_t hi, const int32_t
  * bounds could enter are its candidates. While probing the next list for every candidate
  * would cost more than adding it (`est[i]`: list i's expected postings in a window; a
  * probe costs about PROBE_COST added postings), that list is added too and the
- * candidates filtered by the tighter bound; the rest are completed by probes.
+ * candidates filtered by the tighter bound; the rest are completed by probes. A list
+ * with a score column is never added here: probing it is one read (at 10^6 passages,
+ * p99 -21%: ADR-0003, revision 2026-12-07).
  * floor_from(h, ub, summed) must be positive: a document without postings (total 0) is
  * then never a candidate. Returns where the lists summed began at the end. */
 static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize_t summed,
@@ -454,7 +492,8 @@ static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize
     for (Py_ssize_t i = summed; i < n; i++) accumulate(&terms[i], acc, lo, hi);
     Py_ssize_t c = summed;
     Py_ssize_t found = take(acc, width, floor_from(h, ub, c), cand, total);
-    while (c > 0 && found > 0 && (double)found * PROBE_COST > est[c - 1]) {
+    while (c > 0 && found > 0 && terms[c - 1].column == NULL
+           && (double)found * PROBE_COST > est[c - 1]) {
         c--;
         add_to(&terms[c], acc, lo, hi, cand, total, found);
         double floor = floor_from(h, ub, c);
@@ -566,15 +605,16 @@ static double list_maximum(const term_t *t) {
     return best;
 }
 
-/* One term (lo, hi, count, ilo, ihi[, slot, step]): postings [lo, hi), impact prefix
- * [ilo, ihi), and its row of block maxima (slot; -1 for none) in steps of `step`. Fills t
- * and its maximum, and raises *theta to its k-th best score when its impact prefix holds
- * k. Returns -1 (an exception set) on bad input. */
+/* One term (lo, hi, count, ilo, ihi[, slot, step[, column]]): postings [lo, hi), impact
+ * prefix [ilo, ihi), its row of block maxima (slot; -1 for none) in steps of `step`, and
+ * its score column (-1: none). Fills t and its maximum, and raises *theta to its k-th best
+ * score when its impact prefix holds k. Returns -1 (an exception set) on bad input. */
 static int read_term(PyObject *item, const arrays_t *a, Py_ssize_t k, term_t *t,
                      double *theta) {
-    long long lo, hi, ilo, ihi, slot = -1;
+    long long lo, hi, ilo, ihi, slot = -1, col = -1;
     double count, step = 0.0;
-    if (!PyArg_ParseTuple(item, "LLdLL|Ld", &lo, &hi, &count, &ilo, &ihi, &slot, &step))
+    if (!PyArg_ParseTuple(item, "LLdLL|LdL", &lo, &hi, &count, &ilo, &ihi, &slot, &step,
+                          &col))
         return -1;
     if (lo < 0 || hi < lo || hi > a->n_postings || ilo < 0 || ihi < ilo
         || ihi > a->n_impacts || ihi - ilo > hi - lo || count < 1.0) {
@@ -590,9 +630,18 @@ static int read_term(PyObject *item, const arrays_t *a, Py_ssize_t k, term_t *t,
         PyErr_SetString(PyExc_ValueError, "a term's block maxima lie outside the arrays");
         return -1;
     }
+    if (col >= 0 && (col >= a->n_columns
+                     || a->col_starts[col * (a->n_blocks + 1) + a->n_blocks] != hi - lo
+                     || (hi > lo && a->docs[hi - 1] >= a->n_docs))) {
+        PyErr_SetString(PyExc_ValueError, "a term's score column does not fit its postings");
+        return -1;
+    }
     *t = (term_t){a->docs, a->scores, (Py_ssize_t)lo, (Py_ssize_t)hi, (float)count, NONE,
                   0.0, slot >= 0 ? a->quanta + (Py_ssize_t)slot * a->n_blocks : NULL, step,
-                  NULL, -1, -1, a->shift};
+                  NULL, -1, -1, a->shift,
+                  col >= 0 ? a->columns + (Py_ssize_t)col * a->n_docs : NULL,
+                  col >= 0 ? a->col_starts + (Py_ssize_t)col * (a->n_blocks + 1) : NULL,
+                  (Py_ssize_t)lo, a->n_blocks, a->n_docs};
     if (ihi > ilo) { /* a long list: its impact prefix holds its best, best first */
         t->maximum = weighed(a->imp_scores[ilo], t->count);
         if (ihi - ilo >= k && weighed(a->imp_scores[ilo + k - 1], t->count) > *theta)
@@ -727,11 +776,14 @@ static PyObject *top_k(PyObject *spec_arg, const arrays_t *a, Py_ssize_t k, doub
     return result;
 }
 
-#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense[, windowed]])"
+#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense[, windowed[, columns, starts]]])"
 
 /* The arrays from the call's buffers: views[0..2] docs, scores, imp_scores; views[3], when
- * got, the block maxima (uint8, one row of blocks a slot). Returns -1 on bad input. */
-static int read_arrays(Py_buffer *views, int with_blocks, long shift, arrays_t *a) {
+ * got, the block maxima (uint8, one row of blocks a slot); views[4..5], when got, the
+ * score columns (float32, a row of n_docs each) and their block starts (int32, a row of
+ * n_blocks + 1 each). Returns -1 on bad input. */
+static int read_arrays(Py_buffer *views, int with_blocks, int with_columns, long shift,
+                       arrays_t *a) {
     if (views[0].len != views[1].len || views[0].itemsize != 4 || views[1].itemsize != 4
         || views[2].itemsize != 4) {
         PyErr_SetString(PyExc_ValueError,
@@ -739,7 +791,7 @@ static int read_arrays(Py_buffer *views, int with_blocks, long shift, arrays_t *
         return -1;
     }
     *a = (arrays_t){views[0].buf, views[1].buf, views[2].buf, NULL, views[0].len / 4,
-                    views[2].len / 4, 0, 0, 0};
+                    views[2].len / 4, 0, 0, 0, NULL, NULL, 0, 0};
     if (with_blocks) {
         if (views[3].itemsize != 1 || views[3].ndim != 2 || views[3].shape[1] < 1
             || shift < 0 || shift > 30) {
@@ -752,12 +804,26 @@ static int read_arrays(Py_buffer *views, int with_blocks, long shift, arrays_t *
         a->n_blocks = views[3].shape[1];
         a->shift = (int)shift;
     }
+    if (with_columns) {
+        if (views[4].itemsize != 4 || views[4].ndim != 2 || views[5].itemsize != 4
+            || views[5].ndim != 2 || views[5].shape[0] != views[4].shape[0]
+            || views[5].shape[1] != a->n_blocks + 1
+            || views[4].shape[1] > (a->n_blocks << a->shift)) {
+            PyErr_SetString(PyExc_ValueError, "columns are float32 rows of the documents, "
+                                              "their starts int32 rows of n_blocks + 1");
+            return -1;
+        }
+        a->columns = views[4].buf;
+        a->col_starts = views[5].buf;
+        a->n_columns = views[4].shape[0];
+        a->n_docs = views[4].shape[1];
+    }
     return 0;
 }
 
 static PyObject *maxscore(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 6 && nargs != 9 && nargs != 10) {
+    if (nargs != 6 && nargs != 9 && nargs != 10 && nargs != 12) {
         PyErr_SetString(PyExc_TypeError, USAGE);
         return NULL;
     }
@@ -768,21 +834,22 @@ static PyObject *maxscore(PyObject *self, PyObject *const *args, Py_ssize_t narg
         shift = PyLong_AsLong(args[7]);
         dense = PyLong_AsSsize_t(args[8]);
     }
-    if (nargs == 10) windowed = PyLong_AsSsize_t(args[9]);
+    if (nargs >= 10) windowed = PyLong_AsSsize_t(args[9]);
     if (PyErr_Occurred()) return NULL;
     if (k < 1 || dense < 0 || windowed < 0) {
         PyErr_SetString(PyExc_ValueError, "k must be positive, dense and windowed not negative");
         return NULL;
     }
-    Py_buffer views[4];
-    int got = 0, want = nargs >= 9 ? 4 : 3;
+    Py_buffer views[6];
+    static const int arg_of[6] = {0, 1, 2, 6, 10, 11}; /* which argument each view is */
+    int got = 0, want = nargs == 12 ? 6 : nargs >= 9 ? 4 : 3;
     PyObject *result = NULL;
     arrays_t a;
     for (; got < want; got++) {
-        int flags = got == 3 ? PyBUF_ND | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
-        if (PyObject_GetBuffer(args[got == 3 ? 6 : got], &views[got], flags) < 0) goto done;
+        int flags = got >= 3 ? PyBUF_ND | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
+        if (PyObject_GetBuffer(args[arg_of[got]], &views[got], flags) < 0) goto done;
     }
-    if (read_arrays(views, want == 4, shift, &a) == 0)
+    if (read_arrays(views, want >= 4, want == 6, shift, &a) == 0)
         result = top_k(args[3], &a, k, limit, dense, windowed);
 done:
     while (got-- > 0) PyBuffer_Release(&views[got]);
@@ -845,7 +912,9 @@ static PyMethodDef methods[] = {
      "(ascending), impact prefix imp_scores[ilo:ihi] (best first), and the row slot of\n"
      "quanta (-1: none) holding per block of 2**shift documents its best score in whole\n"
      "steps. Lists of at least dense postings per block go block by block, of at least\n"
-     "windowed (default: never) a window of 16 blocks at a time, summed. Scores are\n"
+     "windowed (default: never) a window of 16 blocks at a time, summed. A term may\n"
+     "name its row of columns (its score for every document) and starts (the offset of\n"
+     "its first posting in each block, and its length). Scores are\n"
      "non-negative multiples of one unit u and limit is 2**53 u; None when the terms'\n"
      "maxima sum to limit or more."},
     {"find_term", (PyCFunction)(void (*)(void))find_term, METH_FASTCALL,

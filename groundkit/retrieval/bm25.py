@@ -299,7 +299,8 @@ class BM25Index:
             "n_docs": self.n_docs, "n_terms": self.n_terms, "n_postings": len(self.docs),
             **self._stats,
         }
-        arrays = {name: self._arrays[name] for name in (*_FILES, *bm25_blocks.FILES)
+        arrays = {name: self._arrays[name]
+                  for name in (*_FILES, *bm25_blocks.FILES, *bm25_blocks.COLUMN_FILES)
                   if name in self._arrays}
         return bm25_store.save_index(Path(directory), arrays, bytes(self._blob), meta)
 
@@ -336,9 +337,11 @@ class BM25Index:
                 f"not {analyzer.identity!r}; rebuild it or query with its analyzer"
             )
         files = meta.get("files")
-        blocks = isinstance(files, dict) and any(n in files for n in bm25_blocks.FILES)
-        arrays, blob = bm25_store.open_arrays(
-            root, meta, (*_FILES, *bm25_blocks.FILES) if blocks else _FILES)
+        names = list(_FILES)
+        for group in (bm25_blocks.FILES, bm25_blocks.COLUMN_FILES):  # later: optional
+            if isinstance(files, dict) and any(n in files for n in group):
+                names += group
+        arrays, blob = bm25_store.open_arrays(root, meta, names)
         _check_shapes(root, meta, arrays, len(blob))
         return cls(analyzer=built_with, params=params, arrays=arrays, terms_blob=blob,
                    stats=meta)
@@ -364,6 +367,8 @@ def _check_shapes(root: Path, meta: dict[str, Any], a: dict[str, Any], blob_len:
         any(not isinstance(meta[k], int | float) for k in _LATER_STATS if k in meta),
         "block_quanta" in a and not bm25_blocks.valid(a, n_terms, n_docs,
                                                       meta.get("block_shift", -1)),
+        "column_scores" in a and ("block_quanta" not in a or not bm25_blocks.columns_valid(
+            a, a["indptr"], n_docs, meta.get("block_shift", -1))),
     ]
     if any(problems):
         raise bm25_store.damaged(root, "array shapes disagree with meta.json")

@@ -14,6 +14,17 @@ reads every posting of the long lists (about 1 GB at 10^6 passages) before the f
 query; stored, it is 17 MB there (1.5% of the index) and memory-mapped like the rest.
 ``block_maxima`` is called by ``bm25_build.score_postings``, so a full build and an
 incremental update (``bm25_update``) produce the same arrays.
+
+**Score columns.** The commonest lists (in at least ``1 / COLUMN_SHARE`` of the
+documents) also store their scores as one float32 column over every document (0 where the
+term is absent): ``column_scores[column_slots[t], d]``, no larger than twice their
+postings (8 bytes a posting, 4 a document). The compiled kernel adds a window of a column
+with vector instructions and no doc ids, and looks a document's score up in one read
+instead of searching the list; ``column_starts[column_slots[t], b]`` is the offset in
+``t``'s list of its first posting in doc block ``b`` (the last entry: its length), which
+moves the list's cursor without a search. At 10^6 passages: 25 lists, 100 MB (8.5% of
+the index; ADR-0003, revision 2026-12-07). Adding 0 changes no total, so the answers are
+the same bits.
 """
 
 from __future__ import annotations
@@ -37,6 +48,11 @@ every document they offer (ADR-0003, revision 2026-12-06). Below ``DENSE``, so `
 only matters when this is raised (the tests do, to reach the block path directly)."""
 FILES = ("block_slots", "block_steps", "block_quanta")
 """The stored arrays; an index written before them has none (plain MaxScore answers)."""
+COLUMN_SHARE = 4
+"""A list in at least 1 / COLUMN_SHARE of the documents also stores a score column."""
+COLUMN_FILES = ("column_slots", "column_scores", "column_starts")
+"""The score columns' arrays; an index written before them has none (the kernel searches
+the lists instead: the same answers)."""
 
 
 def n_blocks(n_docs: int, shift: int = BLOCK_SHIFT) -> int:
@@ -67,6 +83,44 @@ def block_maxima(indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
         steps[t] = step[0]
         quanta[slot, blocks[starts]] = _whole_steps(maxima, step)
     return {"block_slots": slots, "block_steps": steps, "block_quanta": quanta}
+
+
+def score_columns(indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
+                  scores: npt.NDArray[np.float32], n_docs: int, *,
+                  negative: bool) -> dict[str, npt.NDArray[Any]]:
+    """The score columns (module docstring) of the lists in at least ``1 / COLUMN_SHARE``
+    of the ``n_docs`` documents, with their block starts (blocks of ``2**BLOCK_SHIFT``);
+    none for an index with negative scores (the compiled kernel does not answer those)."""
+    shift = BLOCK_SHIFT
+    df = np.diff(indptr)
+    common = (np.zeros(0, np.int64) if negative or n_docs == 0
+              else np.flatnonzero(df * COLUMN_SHARE >= max(n_docs, 1)))
+    slots = np.full(len(df), -1, dtype=np.int32)
+    slots[common] = np.arange(len(common), dtype=np.int32)
+    columns = np.zeros((len(common), n_docs), dtype=np.float32)
+    block_starts = np.arange(n_blocks(n_docs, shift) + 1, dtype=np.int64) << shift
+    starts = np.zeros((len(common), len(block_starts)), dtype=np.int32)
+    for slot, t in enumerate(common.tolist()):
+        lo, hi = int(indptr[t]), int(indptr[t + 1])
+        columns[slot, docs[lo:hi]] = scores[lo:hi]
+        starts[slot] = np.searchsorted(docs[lo:hi], block_starts)
+    return {"column_slots": slots, "column_scores": columns, "column_starts": starts}
+
+
+def columns_valid(arrays: dict[str, Any], indptr: npt.NDArray[np.int64], n_docs: int,
+                  shift: int) -> bool:
+    """Whether the score columns fit an index of these lists and ``n_docs`` documents
+    (each column's list ends where its last block start says)."""
+    slots, columns, starts = (arrays[name] for name in COLUMN_FILES)
+    if not (isinstance(shift, int) and 0 <= shift <= 30
+            and slots.dtype == np.int32 and len(slots) == len(indptr) - 1
+            and columns.dtype == np.float32 and columns.ndim == 2
+            and columns.shape[1] == n_docs and starts.dtype == np.int32
+            and starts.shape == (len(columns), n_blocks(n_docs, shift) + 1)):
+        return False
+    listed = np.flatnonzero(slots >= 0)
+    return bool(np.array_equal(slots[listed], np.arange(len(columns)))
+                and np.array_equal(starts[:, -1], np.diff(indptr)[listed]))
 
 
 def _steps(best: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -46,6 +46,10 @@ nanoseconds for each posting they do touch, and the sums are memory-bound.
   and filter the probes, and a list probed twice in a block has that block's scores laid
   out for look-ups. At 10^6 passages this cuts the slowest queries (3-4 words, each in
   10-50% of the documents) by about a third (ADR-0003, "Revision 2026-12-04").
+* **Score columns** (compiled; :mod:`.bm25_blocks`): the lists in at least a quarter of the
+  documents also store a float32 score for every document, so a window adds them without
+  doc ids and a probe reads one score instead of searching the list (ADR-0003, "Revision
+  2026-12-07").
 * **Windowed** (compiled, lists of at least ``bm25_blocks.WINDOWED`` postings a block):
   where even block bounds leave nearly every document to complete, windows of 16 blocks
   are summed instead, the essential lists' scores added into float64 totals in the L1
@@ -87,7 +91,7 @@ documents (a gather, about a nanosecond a posting) rather than by scanning them 
 FILL_RATIO = 8
 """Above one posting per this many documents, the accumulator is re-zeroed by a memset."""
 _F32 = np.float32
-COMPILED_VERSION = 7
+COMPILED_VERSION = 8
 """The ``_bm25c`` interface this module speaks (its ``VERSION``); another is not used."""
 
 
@@ -171,6 +175,12 @@ class Kernels:
         if "block_quanta" in arrays and shift is not None:
             self._blocks = (arrays["block_quanta"], _view(arrays["block_slots"], "i"),
                             _view(arrays["block_steps"], "f"), shift)
+        self._columns: tuple[Any, Any, Any] | None = None
+        """Score columns for the C kernel (scores, starts, slots), or ``None`` (an index
+        written before them: the lists are searched, the same answers)."""
+        if self._blocks is not None and len(arrays.get("column_scores", ())):
+            self._columns = (arrays["column_scores"], arrays["column_starts"],
+                             _view(arrays["column_slots"], "i"))
 
     @functools.cached_property
     def exact_limit(self) -> float:
@@ -207,11 +217,19 @@ class Kernels:
                 self.docs, self.scores, self.imp_scores, spec, k, self.exact_limit)
             return hits
         quanta, slots, steps, shift = blocks
-        spec_blocks = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1], slots[tid],
-                        steps[tid]) for tid, c in weights.items()]
+        if self._columns is None:
+            spec_blocks = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1],
+                            slots[tid], steps[tid]) for tid, c in weights.items()]
+            hits = self.compiled.maxscore(  # type: ignore[union-attr]
+                self.docs, self.scores, self.imp_scores, spec_blocks, k, self.exact_limit,
+                quanta, shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED)
+            return hits
+        columns, starts, cols = self._columns
+        spec_columns = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1], slots[tid],
+                         steps[tid], cols[tid]) for tid, c in weights.items()]
         hits = self.compiled.maxscore(  # type: ignore[union-attr]
-            self.docs, self.scores, self.imp_scores, spec_blocks, k, self.exact_limit, quanta,
-            shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED)
+            self.docs, self.scores, self.imp_scores, spec_columns, k, self.exact_limit, quanta,
+            shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED, columns, starts)
         return hits
 
     def _several(self, terms: list[_Term], k: int) -> Hits:

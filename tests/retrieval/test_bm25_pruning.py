@@ -6,6 +6,8 @@ lower doc. Small blocks (``BLOCK_SHIFT`` 0-3) and ``DENSE`` 0 force the block pa
 small corpora, so skipping, in-block essential lists, probes and laid-out blocks all run;
 ``WINDOWED`` 0 forces the windowed path (windows of 16 blocks summed, candidates completed
 by probes or by adding the other lists, zero-total windows through plain MaxScore).
+``COLUMN_SHARE`` decides which lists also store a score column (0: none; 64: every list
+in 1/64 of the documents), which the kernel adds and probes instead of the lists.
 """
 
 from __future__ import annotations
@@ -58,10 +60,12 @@ def blocks(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("GROUNDKIT_BM25_KERNEL", raising=False)
     assert bm25_query.compiled_kernel() is not None, NOT_BUILT
 
-    def use(shift: int, dense: int = 0, windowed: int = 10**9) -> None:
+    def use(shift: int, dense: int = 0, windowed: int = 10**9,
+            columns: int = bm25_blocks.COLUMN_SHARE) -> None:
         monkeypatch.setattr(bm25_blocks, "BLOCK_SHIFT", shift)
         monkeypatch.setattr(bm25_blocks, "DENSE", dense)
         monkeypatch.setattr(bm25_blocks, "WINDOWED", windowed)
+        monkeypatch.setattr(bm25_blocks, "COLUMN_SHARE", columns)
     return use
 
 
@@ -91,12 +95,12 @@ def counted(index: BM25Index, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @given(seed=st.integers(0, 10**6), shift=st.integers(0, 3), k=st.integers(1, 40),
        n_docs=st.integers(1, 120), copies=st.integers(1, 3),
        method=st.sampled_from(["lucene", "atire", "bm25l", "bm25+"]),
-       path=st.sampled_from(sorted(PATHS)))
+       path=st.sampled_from(sorted(PATHS)), columns=st.sampled_from([0, 4, 64]))
 def test_any_corpus_and_query_equal_exhaustive_scoring(blocks, seed, shift, k, n_docs,
-                                                        copies, method, path):
+                                                        copies, method, path, columns):
     """Random corpora and queries: one term, repeated terms, absent terms, k beyond the
     matches; atire scores a term in every document 0 (zero totals still rank)."""
-    blocks(shift, windowed=PATHS[path])
+    blocks(shift, windowed=PATHS[path], columns=columns)
     rng = random.Random(seed)
     docs = corpus(rng, n_docs, rng.randint(2, 40), copies)
     index = BM25Index.build(docs, SIMPLE, BM25Params(method=method))
@@ -106,15 +110,19 @@ def test_any_corpus_and_query_equal_exhaustive_scoring(blocks, seed, shift, k, n
         assert index.search_terms(query, top_k=k) == exhaustive(index, query, k), query
 
 
+@pytest.mark.parametrize("columns", [0, 16])
 @pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("shift", [1, 3, 7])
-def test_a_larger_collection_takes_the_block_path_and_agrees(blocks, monkeypatch, shift, path):
-    """20k Zipf documents (lists up to ~50% of them), 2-5 word queries, k 1-200."""
-    blocks(shift, windowed=PATHS[path])
+def test_a_larger_collection_takes_the_block_path_and_agrees(blocks, monkeypatch, shift, path,
+                                                             columns):
+    """20k Zipf documents (lists up to ~50% of them), 2-5 word queries, k 1-200; the
+    commonest lists with score columns or without."""
+    blocks(shift, windowed=PATHS[path], columns=columns)
     rng = random.Random(31 + shift)
     docs = corpus(rng, 10_000, 300, 2)
     index = BM25Index.build(docs, SIMPLE)
     assert len(index._arrays["block_quanta"]) > 0
+    assert (len(index._arrays["column_scores"]) > 0) == (columns > 0)
     calls = counted(index, monkeypatch)
     words = sorted({w for d in docs for w in d})
     for _ in range(150):
@@ -123,13 +131,15 @@ def test_a_larger_collection_takes_the_block_path_and_agrees(blocks, monkeypatch
         want = exhaustive(index, query, 200)
         for k in (1, 10, 200):
             assert index.search_terms(query, top_k=k) == want[:k], query
-    assert sum(n == 10 for n in calls) > 300  # calls that carried the block maxima
+    assert sum(n >= 10 for n in calls) > 300  # calls that carried the block maxima
+    assert all(n == 12 for n in calls if n >= 10) == (columns > 0)  # ... and the columns
 
 
+@pytest.mark.parametrize("columns", [0, 4])
 @pytest.mark.parametrize("path", sorted(PATHS))
-def test_ties_across_blocks_go_to_the_lower_doc(blocks, path):
+def test_ties_across_blocks_go_to_the_lower_doc(blocks, path, columns):
     """Identical documents spread over many blocks: every total ties."""
-    blocks(1, windowed=PATHS[path])
+    blocks(1, windowed=PATHS[path], columns=columns)
     docs = [["a", "b"] if i % 3 else ["a", "c", "b"] for i in range(60)] + [["b"]] * 7
     index = BM25Index.build(docs, SIMPLE)
     for query in (["a", "b"], ["a", "b", "c"], ["b", "a", "a"], ["c", "b"]):
@@ -156,12 +166,13 @@ def test_a_window_is_bounded_by_every_block_in_it(blocks, shift):
         assert index.search_terms(["a", "b"], top_k=k) == want[:k]
 
 
+@pytest.mark.parametrize("columns", [0, 4])
 @pytest.mark.parametrize("path", sorted(PATHS))
-def test_zero_scores_still_rank_when_fewer_than_k_documents_score(blocks, path):
+def test_zero_scores_still_rank_when_fewer_than_k_documents_score(blocks, path, columns):
     """atire's idf is log(N / df): a term in every document scores 0 there, its block
     bounds are 0, and its documents' zero totals fill the top k behind the positive ones
     (never a document without postings: the windowed path sums a window's every doc)."""
-    blocks(2, windowed=PATHS[path])
+    blocks(2, windowed=PATHS[path], columns=columns)
     docs = [["all", "some"] if i % 9 == 0 else ["all"] for i in range(90)]
     index = BM25Index.build(docs, SIMPLE, BM25Params(method="atire"))
     assert index._kernels._blocks is not None
@@ -212,12 +223,20 @@ def test_the_block_arrays_survive_save_and_load_and_an_older_index_answers_the_s
     index = BM25Index.build(docs, SIMPLE)
     index.save(tmp_path / "bm25", STAMP)
     loaded = BM25Index.load(tmp_path / "bm25", STAMP)
-    for name in bm25_blocks.FILES:
+    assert len(index._arrays["column_scores"]) > 0
+    for name in (*bm25_blocks.FILES, *bm25_blocks.COLUMN_FILES):
         assert np.array_equal(loaded._arrays[name], index._arrays[name]), name
-    assert loaded._kernels._blocks is not None
+    assert loaded._kernels._blocks is not None and loaded._kernels._columns is not None
+    no_columns = BM25Index(analyzer=index.analyzer, params=index.params,  # as written before
+                           arrays={k: v for k, v in index._arrays.items()
+                                   if k not in bm25_blocks.COLUMN_FILES},
+                           terms_blob=index._blob, stats=index._stats)
+    assert no_columns._kernels._columns is None and no_columns._kernels._blocks is not None
+    no_columns.save(tmp_path / "older", STAMP)
+    assert BM25Index.load(tmp_path / "older", STAMP)._kernels._columns is None
     older = BM25Index(analyzer=index.analyzer, params=index.params,  # as written before
                       arrays={k: v for k, v in index._arrays.items()
-                              if k not in bm25_blocks.FILES},
+                              if k not in (*bm25_blocks.FILES, *bm25_blocks.COLUMN_FILES)},
                       terms_blob=index._blob,
                       stats={k: v for k, v in index._stats.items() if k != "block_shift"})
     assert older._kernels._blocks is None
@@ -225,13 +244,22 @@ def test_the_block_arrays_survive_save_and_load_and_an_older_index_answers_the_s
         want = exhaustive(index, query, 10)
         assert loaded.search_terms(query, top_k=10) == want
         assert older.search_terms(query, top_k=10) == want
+        assert no_columns.search_terms(query, top_k=10) == want
 
 
-def test_damaged_block_arrays_are_refused(blocks, tmp_path):
+@pytest.mark.parametrize("damage", ["quanta", "column", "starts", "slots"])
+def test_damaged_block_arrays_are_refused(blocks, tmp_path, damage):
     blocks(2)
     index = BM25Index.build(corpus(random.Random(10), 200, 20, 1), SIMPLE)
     bad = dict(index._arrays)
-    bad["block_quanta"] = bad["block_quanta"][:, :-1]  # one block short
+    if damage == "quanta":
+        bad["block_quanta"] = bad["block_quanta"][:, :-1]  # one block short
+    elif damage == "column":
+        bad["column_scores"] = bad["column_scores"][:, :-1]  # one document short
+    elif damage == "starts":
+        bad["column_starts"] = bad["column_starts"] + 1  # the list's length is wrong
+    else:
+        bad["column_slots"] = np.roll(bad["column_slots"], 1)  # columns of other terms
     BM25Index(analyzer=index.analyzer, params=index.params, arrays=bad,
               terms_blob=index._blob, stats=index._stats).save(tmp_path / "bm25", STAMP)
     with pytest.raises(IndexMismatchError, match="damaged"):
@@ -249,7 +277,8 @@ def test_an_update_produces_the_block_arrays_a_full_build_does(blocks):
     added = ["w1 w2 w2 w3", "w0 w0 w9"]
     got = updated(previous, keep, np.arange(len(survivors), len(survivors) + 2), added)
     full = BM25Index.build_from_texts([docs[i] for i in survivors] + added, SIMPLE)
-    for name in bm25_blocks.FILES:
+    assert len(full._arrays["column_scores"]) > 0
+    for name in (*bm25_blocks.FILES, *bm25_blocks.COLUMN_FILES):
         x, y = got._arrays[name], full._arrays[name]
         assert x.dtype == y.dtype and np.array_equal(x, y), name
     assert got._stats["block_shift"] == full._stats["block_shift"] == 2
@@ -279,3 +308,29 @@ def test_the_kernel_refuses_block_input_that_does_not_fit():
         top(both, quanta=quanta.reshape(-1))
     with pytest.raises(TypeError):
         c.maxscore(docs, scores, imp, both, 2, 1e9, quanta, 2)
+
+
+def test_the_kernel_refuses_score_columns_that_do_not_fit():
+    c = bm25_query.compiled_kernel()
+    assert c is not None, NOT_BUILT
+    docs, scores = np.array([0, 2, 5], np.int32), np.array([1.0, 2.0, 3.0], np.float32)
+    imp = np.zeros(0, np.float32)
+    quanta = np.array([[2, 3]], np.uint8)  # one slot, two blocks of 4 documents
+    column = np.array([[1.0, 0, 2.0, 0, 0, 3.0]], np.float32)  # six documents
+    starts = np.array([[0, 2, 3]], np.int32)  # block 0 from posting 0, block 1 from 2; 3 in all
+
+    def top(spec, column=column, starts=starts):
+        return c.maxscore(docs, scores, imp, spec, 2, 1e9, quanta, 2, 0, 0, column, starts)
+
+    plain = (0, 3, 1.0, 0, 0, -1, 0.0, -1)
+    assert top([(0, 3, 1.0, 0, 0, 0, 1.0, 0), plain]) == [(5, 6.0), (2, 4.0)]
+    with pytest.raises(ValueError, match="score column"):
+        top([(0, 3, 1.0, 0, 0, 0, 1.0, 1), plain])  # no column 1
+    with pytest.raises(ValueError, match="score column"):
+        top([(0, 2, 1.0, 0, 0, 0, 1.0, 0), plain])  # its starts say three postings
+    with pytest.raises(ValueError, match="score column"):
+        top([(0, 3, 1.0, 0, 0, 0, 1.0, 0), plain], column=column[:, :5])  # doc 5 beyond
+    with pytest.raises(ValueError, match="columns are float32"):
+        top([plain, plain], starts=starts[:, :2])  # n_blocks + 1 starts a row
+    with pytest.raises(ValueError, match="columns are float32"):
+        top([plain, plain], column=np.zeros((1, 9), np.float32))  # beyond the blocks
