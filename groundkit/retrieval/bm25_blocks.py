@@ -22,7 +22,7 @@ postings (8 bytes a posting, 4 a document). The compiled kernel adds a window of
 with vector instructions and no doc ids, and looks a document's score up in one read
 instead of searching the list; ``column_starts[column_slots[t], b]`` is the offset in
 ``t``'s list of its first posting in doc block ``b`` (the last entry: its length), which
-moves the list's cursor without a search. At 10^6 passages: 25 lists, 100 MB (8.5% of
+moves the list's cursor without a search. At 10^6 passages: 25 lists, 96 MiB (8% of
 the index; ADR-0003, revision 2026-12-07). Adding 0 changes no total, so the answers are
 the same bits.
 """
