@@ -410,6 +410,18 @@ static Py_ssize_t take_sse2(double *acc, Py_ssize_t n, double floor, int32_t *ca
 }
 
 #if defined(GK_WIDE_SCAN)
+/* The positions j + q of mask's set bits, ascending, to cand and their totals to total
+ * (after `found` already there); returns the new count. */
+static inline Py_ssize_t passed(unsigned mask, Py_ssize_t j, const double *acc,
+                                int32_t *cand, double *total, Py_ssize_t found) {
+    for (; mask; mask &= mask - 1) {
+        int q = __builtin_ctz(mask);
+        cand[found] = (int32_t)(j + q);
+        total[found++] = acc[j + q];
+    }
+    return found;
+}
+
 __attribute__((target("avx2")))
 static Py_ssize_t take_avx2(double *acc, Py_ssize_t n, double floor, int32_t *cand,
                             double *total) {
@@ -419,11 +431,7 @@ static Py_ssize_t take_avx2(double *acc, Py_ssize_t n, double floor, int32_t *ca
         __m256d a = _mm256_loadu_pd(acc + j), b = _mm256_loadu_pd(acc + j + 4);
         unsigned mask = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, f, _CMP_GE_OQ))
                         | (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(b, f, _CMP_GE_OQ)) << 4;
-        for (; mask; mask &= mask - 1) { /* set bits in order: ascending positions */
-            int q = __builtin_ctz(mask);
-            cand[found] = (int32_t)(j + q);
-            total[found++] = acc[j + q];
-        }
+        found = passed(mask, j, acc, cand, total, found);
         _mm256_storeu_pd(acc + j, zero);
         _mm256_storeu_pd(acc + j + 4, zero);
     }
@@ -437,11 +445,7 @@ static Py_ssize_t take_avx512(double *acc, Py_ssize_t n, double floor, int32_t *
     __m512d f = _mm512_set1_pd(floor), zero = _mm512_setzero_pd();
     for (Py_ssize_t j = 0; j < n; j += 8) {
         unsigned mask = _mm512_cmp_pd_mask(_mm512_loadu_pd(acc + j), f, _CMP_GE_OQ);
-        for (; mask; mask &= mask - 1) {
-            int q = __builtin_ctz(mask);
-            cand[found] = (int32_t)(j + q);
-            total[found++] = acc[j + q];
-        }
+        found = passed(mask, j, acc, cand, total, found);
         _mm512_storeu_pd(acc + j, zero);
     }
     return found;

@@ -284,12 +284,17 @@ def test_an_update_produces_the_block_arrays_a_full_build_does(blocks):
     assert got._stats["block_shift"] == full._stats["block_shift"] == 2
 
 
-def test_the_kernel_refuses_block_input_that_does_not_fit():
+def tiny_index():
+    """The compiled kernel and three postings, docs 0, 2, 5 scoring 1, 2, 3, with no impact
+    prefix and one row of block maxima over two blocks of four documents."""
     c = bm25_query.compiled_kernel()
     assert c is not None, NOT_BUILT
     docs, scores = np.array([0, 2, 5], np.int32), np.array([1.0, 2.0, 3.0], np.float32)
-    imp = np.zeros(0, np.float32)
-    quanta = np.array([[2, 3]], np.uint8)  # one slot, two blocks of 4 documents
+    return c, docs, scores, np.zeros(0, np.float32), np.array([[2, 3]], np.uint8)
+
+
+def test_the_kernel_refuses_block_input_that_does_not_fit():
+    c, docs, scores, imp, quanta = tiny_index()
 
     def top(spec, quanta=quanta, shift=2, k=2):
         return c.maxscore(docs, scores, imp, spec, k, 1e9, quanta, shift, 0)
@@ -311,11 +316,7 @@ def test_the_kernel_refuses_block_input_that_does_not_fit():
 
 
 def test_the_kernel_refuses_score_columns_that_do_not_fit():
-    c = bm25_query.compiled_kernel()
-    assert c is not None, NOT_BUILT
-    docs, scores = np.array([0, 2, 5], np.int32), np.array([1.0, 2.0, 3.0], np.float32)
-    imp = np.zeros(0, np.float32)
-    quanta = np.array([[2, 3]], np.uint8)  # one slot, two blocks of 4 documents
+    c, docs, scores, imp, quanta = tiny_index()
     column = np.array([[1.0, 0, 2.0, 0, 0, 3.0]], np.float32)  # six documents
     starts = np.array([[0, 2, 3]], np.int32)  # block 0 from posting 0, block 1 from 2; 3 in all
 
