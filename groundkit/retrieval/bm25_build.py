@@ -171,10 +171,8 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
     }
     arrays.update(impact_prefixes(indptr, docs, scores))
     negative = bool(len(scores) and scores.min() < 0)
-    arrays.update(bm25_blocks.block_maxima(indptr, docs, scores, len(doc_lengths),
-                                           negative=negative))
-    arrays.update(bm25_blocks.score_columns(indptr, docs, scores, len(doc_lengths),
-                                            negative=negative))
+    for derived in (bm25_blocks.block_maxima, bm25_blocks.score_columns):
+        arrays.update(derived(indptr, docs, scores, len(doc_lengths), negative=negative))
     stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl, "negative_scores": negative,
              "score_unit": sliced_score_unit(scores), "block_shift": bm25_blocks.BLOCK_SHIFT}
     return arrays, stats

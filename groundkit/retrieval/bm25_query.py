@@ -22,12 +22,8 @@ query count, in float32); the ``k`` best totals win and ties go to the lower doc
   all (a prefix of its impact order, or a filter of its list). The accumulator is
   re-zeroed where it was touched, or by a memset when that is cheaper.
 
-Measured on 100,000 passages (ADR-0003), adding every posting this way beat the
-pruned strategies tried (the threshold algorithm over impact prefixes; MaxScore
-with binary-search look-ups, twice; per-term floors, which keep ~90% of the
-postings even given the exact k-th total; a compiled term-at-a-time loop at the
-99th percentile): their bookkeeping costs more numpy calls and tens of
-nanoseconds for each posting they do touch, and the sums are memory-bound.
+In numpy, adding every posting beat the pruned strategies tried at 100,000 passages
+(ADR-0003 lists them): their bookkeeping costs more than the memory-bound sums.
 
 * **Compiled** (when the optional C extension ``_bm25c`` is built, the default
   install): several-term queries over non-negative scores go document at a time
@@ -44,12 +40,10 @@ nanoseconds for each posting they do touch, and the sums are memory-bound.
   MaxScore goes block by block: a block whose bounds cannot lift a document into the top
   ``k`` is skipped unread, inside a block the block bounds choose the essential lists
   and filter the probes, and a list probed twice in a block has that block's scores laid
-  out for look-ups. At 10^6 passages this cuts the slowest queries (3-4 words, each in
-  10-50% of the documents) by about a third (ADR-0003, "Revision 2026-12-04").
-* **Score columns** (compiled; :mod:`.bm25_blocks`): the lists in at least a quarter of the
-  documents also store a float32 score for every document, so a window adds them without
-  doc ids and a probe reads one score instead of searching the list (ADR-0003, "Revision
-  2026-12-07").
+  out for look-ups (ADR-0003, "Revision 2026-12-04").
+* **Score columns** (compiled; :mod:`.bm25_blocks`): a list in a quarter of the documents
+  or more also stores its score for every document, so a probe into it is one read
+  (ADR-0003, "Revision 2026-12-07").
 * **Windowed** (compiled, lists of at least ``bm25_blocks.WINDOWED`` postings a block):
   where even block bounds leave nearly every document to complete, windows of 16 blocks
   are summed instead, the essential lists' scores added into float64 totals in the L1
@@ -176,8 +170,7 @@ class Kernels:
             self._blocks = (arrays["block_quanta"], _view(arrays["block_slots"], "i"),
                             _view(arrays["block_steps"], "f"), shift)
         self._columns: tuple[Any, Any, Any] | None = None
-        """Score columns for the C kernel (scores, starts, slots), or ``None`` (an index
-        written before them: the lists are searched, the same answers)."""
+        """Score columns (scores, starts, slots), or ``None`` (none: the same answers)."""
         if self._blocks is not None and len(arrays.get("column_scores", ())):
             self._columns = (arrays["column_scores"], arrays["column_starts"],
                              _view(arrays["column_slots"], "i"))
@@ -209,27 +202,20 @@ class Kernels:
 
     def _maxscore(self, weights: dict[int, int], k: int) -> Hits | None:
         """The compiled kernel's answer, or ``None`` where its sums might round."""
-        ptr, imp, blocks = self._ptr, self._imp_ptr, self._blocks
-        if blocks is None:
-            spec = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1])
-                    for tid, c in weights.items()]
-            hits: Hits | None = self.compiled.maxscore(  # type: ignore[union-attr]
-                self.docs, self.scores, self.imp_scores, spec, k, self.exact_limit)
-            return hits
-        quanta, slots, steps, shift = blocks
-        if self._columns is None:
-            spec_blocks = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1],
-                            slots[tid], steps[tid]) for tid, c in weights.items()]
-            hits = self.compiled.maxscore(  # type: ignore[union-attr]
-                self.docs, self.scores, self.imp_scores, spec_blocks, k, self.exact_limit,
-                quanta, shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED)
-            return hits
-        columns, starts, cols = self._columns
-        spec_columns = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1], slots[tid],
-                         steps[tid], cols[tid]) for tid, c in weights.items()]
-        hits = self.compiled.maxscore(  # type: ignore[union-attr]
-            self.docs, self.scores, self.imp_scores, spec_columns, k, self.exact_limit, quanta,
-            shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED, columns, starts)
+        ptr, imp = self._ptr, self._imp_ptr
+        spec: list[tuple[Any, ...]] = [(ptr[tid], ptr[tid + 1], float(c), imp[tid], imp[tid + 1])
+                                       for tid, c in weights.items()]
+        paths: tuple[Any, ...] = ()
+        if self._blocks is not None:  # each term names its row of block maxima (-1: none)
+            quanta, slots, steps, shift = self._blocks
+            spec = [(*t, slots[tid], steps[tid]) for t, tid in zip(spec, weights, strict=True)]
+            paths = (quanta, shift, bm25_blocks.DENSE, bm25_blocks.WINDOWED)
+        if self._columns is not None:  # ... and its score column (-1: none)
+            columns, starts, cols = self._columns
+            spec = [(*t, cols[tid]) for t, tid in zip(spec, weights, strict=True)]
+            paths += (columns, starts)
+        hits: Hits | None = self.compiled.maxscore(  # type: ignore[union-attr]
+            self.docs, self.scores, self.imp_scores, spec, k, self.exact_limit, *paths)
         return hits
 
     def _several(self, terms: list[_Term], k: int) -> Hits:

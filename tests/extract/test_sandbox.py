@@ -33,7 +33,10 @@ def children() -> set[int]:
     """This process's children, zombies included."""
     found: set[int] = set()
     for task in Path("/proc/self/task").iterdir():
-        found.update(int(pid) for pid in (task / "children").read_text().split())
+        try:
+            found.update(int(pid) for pid in (task / "children").read_text().split())
+        except FileNotFoundError:  # a thread that ended since the listing has no children
+            continue
     return found
 
 
