@@ -64,7 +64,8 @@ typedef struct {
     int shift;              /* a doc block is 2^shift documents */
     const float *column;    /* the score of every document (0: none), or NULL */
     const int32_t *starts;  /* with a column: per doc block, its first posting's offset */
-    Py_ssize_t base, n_blocks, n_docs; /* the list's first posting; the column's extent */
+    Py_ssize_t base;        /* the list's first posting */
+    Py_ssize_t n_blocks, n_docs; /* the index's doc blocks and documents (column extent) */
 } term_t;
 
 typedef struct {
@@ -288,12 +289,16 @@ static int32_t proposed(const term_t *terms, const double *ub, Py_ssize_t n, con
     return doc;
 }
 
-/* A term's bound in doc block b ([lo, hi)): its block maximum rounded up to whole steps
+/* A term's bound over the doc blocks [b, b + blocks) ([lo, hi), the last one possibly cut
+ * short by the index's end): its best block maximum there rounded up to whole steps
  * (exact in float32: 8 bits times a power of two), or, for a list without block maxima,
  * its maximum if it holds a document there, else 0. */
-static double block_bound(term_t *t, Py_ssize_t b, int32_t lo, int32_t hi) {
+static double block_bound(term_t *t, Py_ssize_t b, Py_ssize_t blocks, int32_t lo, int32_t hi) {
     if (t->quanta != NULL) {
-        double q = weighed((float)((double)t->quanta[b] * t->step), t->count);
+        uint8_t best = 0;
+        for (Py_ssize_t j = b; j < b + blocks && j < t->n_blocks; j++)
+            if (t->quanta[j] > best) best = t->quanta[j];
+        double q = weighed((float)((double)best * t->step), t->count);
         return q < t->maximum ? q : t->maximum;
     }
     advance(t, lo);
@@ -315,7 +320,7 @@ static void run_blocks(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h,
         int32_t lo = (int32_t)((int64_t)b << shift), hi = block_end(b, shift);
         double sum = 0.0;
         for (Py_ssize_t i = 0; i < n; i++) {
-            sum += block_bound(&terms[i], b, lo, hi);
+            sum += block_bound(&terms[i], b, 1, lo, hi);
             bub[i] = sum;
         }
         if (enters(h, sum, doc)) {
@@ -517,21 +522,6 @@ static Py_ssize_t window(term_t *terms, const double *ub, Py_ssize_t n, Py_ssize
     return c;
 }
 
-/* A term's bound over the doc blocks [b, b + blocks) ([lo, hi), the last block possibly
- * cut short by n_blocks): its best block maximum there, as block_bound. */
-static double window_bound(term_t *t, Py_ssize_t b, Py_ssize_t blocks, Py_ssize_t n_blocks,
-                           int32_t lo, int32_t hi) {
-    if (t->quanta != NULL) {
-        uint8_t best = 0;
-        for (Py_ssize_t j = b; j < b + blocks && j < n_blocks; j++)
-            if (t->quanta[j] > best) best = t->quanta[j];
-        double q = weighed((float)((double)best * t->step), t->count);
-        return q < t->maximum ? q : t->maximum;
-    }
-    advance(t, lo);
-    return t->pos < t->end && t->docs[t->pos] < hi ? t->maximum : 0.0;
-}
-
 /* Windowed accumulation, for queries whose lists are dense (long queries of common words
  * at about 10^6 documents, where MaxScore document at a time completes nearly every
  * document it is offered): documents come a window of 2^wshift at a time. Each window's
@@ -543,8 +533,8 @@ static double window_bound(term_t *t, Py_ssize_t b, Py_ssize_t blocks, Py_ssize_
  * are sparse there, or when a document without postings could enter (zero totals while
  * the heap fills). */
 static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h, int shift,
-                        int wshift, Py_ssize_t n_blocks, double *acc, int32_t *cand,
-                        double *total, const double *est, double *bub, double *wub) {
+                        int wshift, double *acc, int32_t *cand, double *total,
+                        const double *est, double *bub, double *wub) {
     Py_ssize_t first = 0, added = n, width = (Py_ssize_t)1 << wshift;
     Py_ssize_t blocks = (Py_ssize_t)1 << (wshift - shift);
     int32_t from = 0;
@@ -555,7 +545,7 @@ static void run_windows(term_t *terms, const double *ub, Py_ssize_t n, heap_t *h
         int32_t hi = block_end(lo >> wshift, wshift);
         double sum = 0.0;
         for (Py_ssize_t i = 0; i < n; i++) {
-            sum += window_bound(&terms[i], lo >> shift, blocks, n_blocks, lo, hi);
+            sum += block_bound(&terms[i], lo >> shift, blocks, lo, hi);
             wub[i] = sum;
         }
         if (!enters(h, sum, doc)) { /* no document here can enter: skip the window unread */
@@ -745,8 +735,8 @@ static PyObject *ranked(scratch_t *s, Py_ssize_t n, Py_ssize_t k, double theta,
         return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS
     if (by_windows)
-        run_windows(s->terms, s->ub, n, &h, a->shift, wshift, a->n_blocks, s->acc, s->cand,
-                    s->total, s->est, s->bub, s->wub);
+        run_windows(s->terms, s->ub, n, &h, a->shift, wshift, s->acc, s->cand, s->total,
+                    s->est, s->bub, s->wub);
     else if (by_blocks)
         run_blocks(s->terms, s->ub, n, &h, a->shift, s->bub, 0, NONE);
     else
@@ -780,7 +770,8 @@ static PyObject *top_k(PyObject *spec_arg, const arrays_t *a, Py_ssize_t k, doub
     return result;
 }
 
-#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense[, windowed[, columns, starts]]])"
+#define USAGE "maxscore(docs, scores, imp_scores, terms, k, limit[, quanta, shift, dense" \
+              "[, windowed[, columns, starts]]])"
 
 /* The arrays from the call's buffers: views[0..2] docs, scores, imp_scores; views[3], when
  * got, the block maxima (uint8, one row of blocks a slot); views[4..5], when got, the

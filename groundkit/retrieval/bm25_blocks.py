@@ -120,7 +120,7 @@ def columns_valid(arrays: dict[str, Any], indptr: npt.NDArray[np.int64], n_docs:
         return False
     listed = np.flatnonzero(slots >= 0)
     return bool(np.array_equal(slots[listed], np.arange(len(columns)))
-                and np.array_equal(starts[:, -1], np.diff(indptr)[listed]))
+                and np.array_equal(starts[:, -1], indptr[listed + 1] - indptr[listed]))
 
 
 def _steps(best: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
