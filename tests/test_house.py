@@ -1,4 +1,4 @@
-"""The house rules: layers that import only downwards, no import circles, small modules.
+"""The house rules: layers that import only downwards, no import circles, modules of one concept.
 
 Imports are read from the source (module level and inside functions, ``TYPE_CHECKING``
 blocks and ``importlib.import_module("...")`` calls included), as
@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 700
+"""A loose guard against a module that holds several concepts; split by concept, never
+trim to meet it (a tight cap made files end at 399-400 lines by squeezing)."""
 MAX_FUNCTION_LINES = 50
 LONG_MARK = "# long:"
 """A function over the limit needs this one-line comment right above it saying why."""
