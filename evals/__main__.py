@@ -236,6 +236,7 @@ def _main(argv: Sequence[str] | None, *, face: str | None) -> int:
     else:
         parser = argparse.ArgumentParser(prog=face, description=cli.cmd_run.__doc__)
         run_options(parser)
+        parser.set_defaults(**cli.USER_DEFAULTS)  # never into the checkout or the package
         label = face
     args = parser.parse_args(argv)
     try:

@@ -31,6 +31,11 @@ from groundkit.errors import UsageError
 DEFAULT_GOLDEN = REPO / "golden" / "v4"
 DEFAULT_OUT = REPO / "evals" / "results"
 DEFAULT_CACHE = REPO / ".cache"
+"""``python -m evals`` (the developer's harness, run from the checkout by ``make eval``) keeps
+its reports and caches in the checkout; ``grk eval`` (a user's face) never writes there."""
+USER_DEFAULTS = {"out": "grk-eval", "cache": None}
+"""``grk eval``'s defaults: the report under ``./grk-eval/`` where the user stands, the
+cache (embeddings, collections) in ``cache/`` beside the report unless ``--cache`` says."""
 EXPECTED_DIR = REPO / "evals" / "expected"
 GOLDEN_MEASURES = ("Success@1", "Success@10", "nDCG@10", "R@100")
 
@@ -95,8 +100,8 @@ def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[regi
     from evals import report as rpt
 
     out = Path(args.out)
+    cache = _cache(args)
     common = {"seed": args.seed, "resamples": args.resamples, "permutations": args.permutations}
-    cache = Path(args.cache)
     if args.dataset is not None:
         if args.collection or args.questions or args.golden:
             raise UsageError("--dataset runs an external collection; it takes no --golden, "
@@ -136,6 +141,11 @@ def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[regi
     return suite, defaults, out / "latest.json", out / "runs", settings
 
 
+def _cache(args: argparse.Namespace) -> Path:
+    """``--cache``, else ``cache/`` beside the report (``grk eval``'s default)."""
+    return Path(args.cache) if args.cache else Path(args.out) / "cache"
+
+
 def _spread(args: argparse.Namespace, stack: ExitStack) -> Any:
     """Where ``--ray`` runs the stages (:mod:`evals.on_ray`), or ``None``: here and forked."""
     address = getattr(args, "ray", None)
@@ -156,7 +166,7 @@ def _add_twins(built: dict[str, Any], suite: Any, chosen: list[registry.Stage],
 
     if not twins.pairs(suite.golden) or getattr(args, "no_twins", False):
         return
-    home = Path(args.cache) / "golden" if not args.fresh else suite.home
+    home = _cache(args) / "golden" if not args.fresh else suite.home
     built["twins"] = twins.measure(suite.golden, chosen, home=home,
                                    provenance=suite.provenance(), settings=settings,
                                    embedding_cache=suite.embedding_cache, log=log)
@@ -174,7 +184,8 @@ def _external(spec: Any, args: argparse.Namespace, cache: Path) -> Iterator[Suit
     from evals.external.registry import Sources, load_checked
     from evals.external.suite import ExternalSuite
 
-    dataset = load_checked(spec, Sources(data=args.data, irds_cache=args.irds_cache,
+    dataset = load_checked(spec, Sources(data=args.data,
+                                         irds_cache=args.irds_cache or cache / "ir_datasets",
                                          offline=not args.online))
     with prepare(dataset, join=args.join or spec.join, cache=cache / "external",
                  data=args.data, reuse=not args.fresh, log=log) as prep:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,79 @@ settings.load_profile("groundkit")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("GROUNDKIT_DATA", REPO.parent / "shared" / "data"))
+
+
+# -- the working tree is read-only to tests ---------------------------------------------
+# An audit hook (PEP 578) sees every write this process makes: open() for writing, mkdir,
+# rename, remove, a SQLite database opened read-write. One aimed inside the checkout, outside
+# the tools' own caches, fails the test that made it (a test writes under tmp_path). It costs
+# a set lookup per audited event; child processes are not watched.
+_TREE = str(REPO) + os.sep
+_TOOL_CACHES = frozenset({".pytest_cache", ".hypothesis", "__pycache__", ".mypy_cache",
+                          ".ruff_cache"})
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_PATH_EVENTS = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.truncate", "os.symlink",
+                          "os.link", "shutil.rmtree", "shutil.copyfile", "shutil.copytree",
+                          "shutil.move"})
+_TREE_WRITES: list[str] = []
+
+
+def _written(event: str, args: tuple[object, ...]) -> list[object]:
+    """The paths an audited event writes, if it writes any."""
+    if event == "open":
+        path, mode, flags = args
+        if isinstance(path, int):
+            return []
+        writes = (any(c in mode for c in "wax+") if isinstance(mode, str)
+                  else isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+        return [path] if writes else []
+    if event == "os.rename":
+        return [args[0], args[1]]
+    if event == "sqlite3.connect":
+        database = args[0]
+        text = os.fsdecode(database) if isinstance(database, (str, bytes)) else ""
+        if text.startswith("file:"):
+            path, _, query = text[5:].partition("?")
+            return [] if "mode=ro" in query or "immutable=1" in query else [path]
+        return [database]
+    return [args[0]] if event in _PATH_EVENTS else []
+
+
+def _in_tree(path: object) -> str | None:
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return None
+    full = os.path.abspath(os.fsdecode(path))
+    if not full.startswith(_TREE):
+        return None
+    parts = full[len(_TREE):].split(os.sep)
+    if _TOOL_CACHES.intersection(parts):
+        return None
+    if parts[:2] == ["tests", "snapshots"] and os.environ.get("GROUNDKIT_UPDATE_SNAPSHOTS") == "1":
+        return None
+    return full
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event != "open" and event != "os.rename" and event != "sqlite3.connect" \
+            and event not in _PATH_EVENTS:
+        return
+    for path in _written(event, args):
+        if (inside := _in_tree(path)) is not None:
+            _TREE_WRITES.append(f"{event} {inside}")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(autouse=True)
+def _no_writes_into_the_tree() -> Iterator[None]:
+    """Fail a test (or a fixture before it) that wrote into the checkout."""
+    yield
+    if _TREE_WRITES:
+        found = sorted(set(_TREE_WRITES))
+        _TREE_WRITES.clear()
+        pytest.fail("wrote into the working tree (write under tmp_path instead): "
+                    + "; ".join(found[:5]), pytrace=False)
 
 
 @pytest.fixture
