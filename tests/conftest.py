@@ -33,6 +33,8 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _PATH_EVENTS = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.truncate", "os.symlink",
                           "os.link", "shutil.rmtree", "shutil.copyfile", "shutil.copytree",
                           "shutil.move"})
+_DIR_FD_EVENTS = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.symlink", "os.rename",
+                            "os.link"})
 _TREE_WRITES: list[str] = []
 
 
@@ -45,6 +47,9 @@ def _written(event: str, args: tuple[object, ...]) -> list[object]:
         writes = (any(c in mode for c in "wax+") if isinstance(mode, str)
                   else isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
         return [path] if writes else []
+    fds = args[-2:] if event in ("os.rename", "os.link") else args[-1:]
+    if event in _DIR_FD_EVENTS and any(isinstance(fd, int) and fd >= 0 for fd in fds):
+        return []  # relative to a directory descriptor (shutil.rmtree's walk): its own event
     if event == "os.rename":
         return [args[0], args[1]]
     if event == "sqlite3.connect":

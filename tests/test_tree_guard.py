@@ -3,6 +3,7 @@ the tools' own caches are not."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -35,7 +36,9 @@ def test_a_folder_made_in_the_tree_or_a_database_opened_there_is_caught() -> Non
 
 def test_reads_tmp_path_and_tool_caches_are_not_caught(tmp_path: Path) -> None:
     (REPO / "pyproject.toml").read_text()
-    (tmp_path / "out.json").write_text("{}")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "out.json").write_text("{}")
+    shutil.rmtree(tmp_path / "d")  # removes by names relative to a directory descriptor
     with pytest.raises(sqlite3.OperationalError):
         sqlite3.connect(f"file:{REPO / 'no-such-gk.sqlite'}?mode=ro", uri=True)
     assert conftest._in_tree(REPO / ".hypothesis" / "examples" / "x") is None

@@ -9,11 +9,9 @@ from typing import Any
 from ..collection import (
     MAX_TOP_K,
     Collection,
-    IndexConfig,
     fetch_chunk,
     index,
     list_collections,
-    recorded_config,
 )
 from ..errors import UsageError
 from ..model import Status
@@ -23,10 +21,10 @@ from ..retrieval.ann import THRESHOLD as ANN_THRESHOLD
 from ..retrieval.bm25 import BM25Params
 from ..retrieval.gate import ALPHA
 from ..retrieval.modes import MODES
-from ..sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_BYTES
-from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
-from ..text.chunking import BOUNDARIES, DEFAULT_OVERLAP, DEFAULT_TARGET, ChunkerConfig
-from . import cluster, watch
+from ..sources import DEFAULT_MAX_BYTES
+from ..text.analysis import DEFAULT_PRESET, PRESETS
+from ..text.chunking import BOUNDARIES, DEFAULT_OVERLAP, DEFAULT_TARGET
+from . import cluster, index_settings, watch
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 from .rerank import rerank_arguments, rerank_options
@@ -39,7 +37,10 @@ def _index(p: argparse.ArgumentParser) -> Handler:
     _index_options(p)
 
     def run(args: argparse.Namespace) -> int:
-        config = _config(args)
+        chosen = index_settings.choose(args)
+        if line := index_settings.summary(args.collection, chosen):
+            print(line, file=sys.stderr)
+        config = chosen.config
         with cluster.executor(args) as executor, ProgressBar("indexing") as bar:
             report = index(args.collection, config, home=args.home, progress=bar.update,
                            rebuild=args.rebuild, executor=executor)
@@ -64,56 +65,41 @@ def _index(p: argparse.ArgumentParser) -> Handler:
     return run
 
 
-def _config(args: argparse.Namespace) -> IndexConfig:
-    """The settings given; with ``--rebuild`` and no PATH, the collection's recorded ones."""
-    if not args.paths:
-        if not args.rebuild:
-            raise UsageError("give at least one folder to index (or --rebuild alone to "
-                             "rebuild a collection with its recorded settings)")
-        return recorded_config(args.collection, args.home)
-    return IndexConfig(
-        roots=tuple(args.paths),
-        include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
-        exclude=DEFAULT_EXCLUDE + tuple(args.exclude or ()),
-        max_bytes=args.max_bytes,
-        chunker=ChunkerConfig(target=args.chunk_size, overlap=args.chunk_overlap,
-                              boundaries=args.chunk_boundaries),
-        extra={"analyzer": Analyzer.preset(args.analyzer).to_dict(),
-               "bm25": BM25Params(k1=args.k1, b=args.b).to_dict(),
-               **_embedding(args), **_gc_settings(args)},
-    )
-
-
 def _index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="folders to index (none with --rebuild: the recorded ones)")
+                   help="folders to index (none: the collection's recorded ones). Every "
+                   "option left out keeps the collection's recorded setting (a new "
+                   "collection: the default)")
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
     p.add_argument("--include", action="append", metavar="GLOB",
                    help="file globs to index (repeatable; default: text, docs and source code)")
     p.add_argument("--exclude", action="append", metavar="GLOB",
                    help="globs to skip; 'dir/' skips a folder (added to the defaults: VCS, "
                    "dependency and cache folders)")
-    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+    p.add_argument("--max-bytes", type=int,
                    help=f"skip files larger than this (default {DEFAULT_MAX_BYTES})")
-    p.add_argument("--chunk-size", type=int, default=DEFAULT_TARGET,
+    p.add_argument("--chunk-size", type=int,
                    help=f"target chunk size in characters (default {DEFAULT_TARGET})")
-    p.add_argument("--chunk-overlap", type=int, default=DEFAULT_OVERLAP,
+    p.add_argument("--chunk-overlap", type=int,
                    help=f"overlap between chunks in characters (default {DEFAULT_OVERLAP})")
-    p.add_argument("--chunk-boundaries", default="structure", choices=list(BOUNDARIES),
+    p.add_argument("--chunk-boundaries", choices=list(BOUNDARIES),
                    help="where a chunk may end: structure (default: a heading, then a blank "
                         "line, a sentence end, a line end, a space), sentences (the same "
                         "without headings and blank lines) or words (spaces only); measured "
                         "on golden v3 by the bm25-sentence-chunks and bm25-word-chunks stages")
-    p.add_argument("--analyzer", default=DEFAULT_PRESET, choices=sorted(PRESETS),
-                   help="text analysis preset: " + "; ".join(
+    p.add_argument("--analyzer", choices=sorted(PRESETS),
+                   help=f"text analysis preset (default {DEFAULT_PRESET}): " + "; ".join(
                        f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
-    p.add_argument("--k1", type=float, default=_BM25.k1, help=f"BM25 k1 (default {_BM25.k1})")
-    p.add_argument("--b", type=float, default=_BM25.b, help=f"BM25 b (default {_BM25.b})")
+    p.add_argument("--k1", type=float, help=f"BM25 k1 (default {_BM25.k1})")
+    p.add_argument("--b", type=float, help=f"BM25 b (default {_BM25.b})")
     p.add_argument("--embed", metavar="PROVIDER:MODEL",
                    help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
                    "(offline, extra 'dense'), onnx:all-MiniLM-L6-v2-int8 (the same model "
                    "int8 on ONNX Runtime, offline, extra 'onnx') or ollama:nomic-embed-text "
-                   "(extra 'ollama'); only new chunks are embedded on re-index")
+                   "(extra 'ollama'); kept on re-index, where only new chunk texts are "
+                   "embedded")
+    p.add_argument("--no-embed", action="store_true",
+                   help="drop the collection's embedding (dense and hybrid search stop working)")
     p.add_argument("--ann", choices=ANN_MODES, default=None,
                    help="with --embed: an approximate dense index in the generation; auto "
                    f"(default) above {ANN_THRESHOLD:,} vectors, on (any size), off (exact only)")
@@ -134,28 +120,6 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    help="rebuild every derived index (BM25, vectors) from the store, reusing "
                    "none of the previous generation's files: the fix for damage grk check "
                    "reports; without PATH, with the collection's recorded settings")
-
-
-def _gc_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Only the gc settings given: the indexer keeps the recorded ones for the rest."""
-    given = {"keep": args.keep_generations, "auto": args.auto_gc}
-    chosen = {k: v for k, v in given.items() if v is not None}
-    return {"gc": chosen} if chosen else {}
-
-
-def _embedding(args: argparse.Namespace) -> dict[str, Any]:
-    if not args.embed:
-        if args.ollama_host:
-            raise UsageError("--ollama-host only applies with --embed ollama:MODEL")
-        if args.ann is not None:
-            raise UsageError("--ann only applies with --embed PROVIDER:MODEL")
-        return {}
-    from ..embeddings import make_provider
-
-    options = {"host": args.ollama_host} if args.ollama_host else {}
-    make_provider(args.embed, **options)  # validates the spec and options before indexing
-    ann = {"ann": args.ann} if args.ann not in (None, "auto") else {}
-    return {"embedding": {"spec": args.embed, "options": options}, **ann}
 
 
 @command("fetch", "Re-read a cited chunk now: verified, drifted or unresolvable.")

@@ -35,6 +35,7 @@ from .indexer import DerivedBuilder, Progress
 
 if TYPE_CHECKING:
     from ..embeddings import EmbeddingIdentity, EmbeddingProvider
+    from ..model import Chunk
     from ..retrieval.vectors import VectorStore
     from .executor import Analysed, Executor
 
@@ -189,6 +190,10 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
         chunks = list(store.iter_generation_chunks(conn, generation))
         previous = (_previous_vectors(conn, gen_dir, settings, provider.identity)
                     if reuse else None)
+        if previous is not None:  # an edited or re-chunked file: identical texts keep vectors
+            from ..embeddings.reuse import ReusingProvider
+
+            provider = ReusingProvider(provider, _vectors_by_text(conn, previous, chunks))
         embed_progress = None
         if progress is not None:
             def embed_progress(done: int, total: int, label: str) -> None:
@@ -203,6 +208,22 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
             provider.close()
 
     return build
+
+
+def _vectors_by_text(conn: sqlite3.Connection, previous: VectorStore,
+                     chunks: Sequence[Chunk]) -> dict[str, np.ndarray]:
+    """The previous generation's vectors of retired chunks whose text a new chunk repeats."""
+    ids = {c.chunk_id for c in chunks}
+    wanted = {c.text for c in chunks if c.chunk_id not in previous}
+    found: dict[str, np.ndarray] = {}
+    for chunk_id in previous.chunk_ids if wanted else ():
+        if chunk_id in ids:
+            continue
+        stored = store.lookup_chunk(conn, chunk_id)
+        vector = previous.vector(chunk_id)
+        if stored is not None and vector is not None and stored.chunk.text in wanted:
+            found[stored.chunk.text] = vector
+    return found
 
 
 def _previous_vectors(conn: sqlite3.Connection, gen_dir: Path, settings: dict[str, Any],
