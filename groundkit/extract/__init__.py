@@ -3,8 +3,13 @@
 :func:`for_file` chooses the extractor for a file (by content where the content says
 so, then by name); ``None`` means plain text, whose view is the decoded file and whose
 offsets index it directly (:mod:`groundkit.extract.markdown` adds Markdown's headings).
-:func:`extract` runs the chosen one, in a separate process with a time and memory limit
-when its parser is native code (:mod:`groundkit.extract.sandbox`).
+:func:`extract` runs the chosen one in a separate process with a time and memory limit
+(:mod:`groundkit.extract.sandbox`), whatever the file's size or format: a 56 KB HTML page
+can cost lexbor seconds and gigabytes, so no threshold decides which bytes are parsed in
+the calling process (ADR 0018). The format sniff (:func:`sniff`) is the one parse of a
+file's bytes done in the caller, and it is bounded: a zip container's directory of at
+most ``Limits.max_members`` records, and at most :data:`MIMETYPE_READ` decompressed bytes
+of its ``mimetype`` member, stored or deflated only.
 
 Each extractor's library is an optional extra; one that is missing is a clear
 :class:`~groundkit.errors.MissingDependencyError`, and the indexer lists the file as
@@ -14,14 +19,15 @@ skipped with the install command.
 from __future__ import annotations
 
 import importlib
-import lzma
 import zipfile
 from io import BytesIO
 from pathlib import PurePosixPath
 
 from ..errors import MissingDependencyError
 from .base import DEFAULT_LIMITS, ExtractError, Extractor, Heading, Limits, Segment, TextView
-from .zipsafe import _ZIP_ERRORS
+from .zipsafe import _CENTRAL_RECORD, _ZIP_ERRORS
+
+_SNIFF_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 
 __all__ = [
     "DEFAULT_LIMITS", "EXTRACTORS", "ExtractError", "Extractor", "Heading", "Limits",
@@ -64,21 +70,37 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
+MIMETYPE_READ = 128
+"""Decompressed bytes of a zip's ``mimetype`` member the sniff reads, at most: the
+longest type it knows is 39 bytes, and the member's declared size is not trusted."""
+_MIMETYPES = {b"application/epub+zip": "epub", b"application/vnd.oasis.opendocument.text": "odt"}
+
+
 def _zip_format(data: bytes) -> str | None:
+    """The format a zip container declares, read within fixed bounds in this process.
+
+    The directory is read only when it lists at most ``max_members`` records (counted on
+    the raw bytes first, as :class:`~groundkit.extract.zipsafe.SafeZip` does); the
+    ``mimetype`` member only when it is stored or deflated and unencrypted, and then at
+    most :data:`MIMETYPE_READ` bytes of its actual output (deflate's output is capped
+    per call, whatever the header claims). Any other member is never decompressed here.
+    """
+    if data.count(_CENTRAL_RECORD) > DEFAULT_LIMITS.max_members:
+        raise ExtractError(f"zip lists more than {DEFAULT_LIMITS.max_members} members")
     try:
         with zipfile.ZipFile(BytesIO(data)) as archive:
-            names = set(archive.namelist()[:10_000])
+            names = set(archive.namelist())
             if "mimetype" in names:
                 info = archive.getinfo("mimetype")
-                if info.file_size <= 100:
-                    mimetype = archive.read("mimetype").strip()
-                    if mimetype == b"application/epub+zip":
-                        return "epub"
-                    if mimetype == b"application/vnd.oasis.opendocument.text":
-                        return "odt"
+                if info.compress_type in _SNIFF_METHODS and not info.flag_bits & 0x1:
+                    with archive.open(info) as member:
+                        head = member.read(MIMETYPE_READ + 1)
+                    found = _MIMETYPES.get(head.strip()) if len(head) <= MIMETYPE_READ else None
+                    if found is not None:
+                        return found
             if "word/document.xml" in names and "[Content_Types].xml" in names:
                 return "docx"
-    except (*_ZIP_ERRORS, lzma.LZMAError):  # a corrupt mimetype member, however packed
+    except _ZIP_ERRORS:  # a corrupt directory or mimetype member
         return None
     return None
 
@@ -117,16 +139,14 @@ def identity_of(name: str) -> str:
 
 
 def extract(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> TextView:
-    """``data`` extracted as format ``name``; isolated in a child process with a time and
-    memory limit when the extractor's parser is native code that may crash (PDF) or the
-    file is large (:attr:`Limits.isolate_above`). Raises :class:`ExtractError` for a file
-    it cannot read and :class:`~groundkit.errors.MissingDependencyError` for a missing
+    """``data`` extracted as format ``name``, always in a child process with a time and
+    memory limit (:func:`~groundkit.extract.sandbox.run_isolated`). Raises
+    :class:`ExtractError` for a file it cannot read (a one-line reason, the sandbox's
+    included) and :class:`~groundkit.errors.MissingDependencyError` for a missing
     library."""
     found = extractor(name)
     if not found.available():
         raise MissingDependencyError(found.library, found.extra, f"Extracting {name.upper()}")
-    if found.isolated or len(data) > limits.isolate_above:
-        from .sandbox import run_isolated
+    from .sandbox import run_isolated
 
-        return run_isolated(name, data, limits)
-    return found.extract(data, limits)
+    return run_isolated(name, data, limits)

@@ -43,15 +43,15 @@ class Limits:
     max_pages: int = 10_000
     """Pages of one PDF."""
     timeout_s: float = 60.0
-    """Wall-clock seconds for an extractor that runs in a separate process (PDF)."""
-    memory_bytes: int = 2 * 1024 * 1024 * 1024
-    """Address space an isolated extraction may add (PDF)."""
+    """Wall-clock seconds for one extraction (every extractor runs in a child process)."""
+    memory_bytes: int = 256 * 1024 * 1024
+    """Address space one extraction may add to what its process had mapped at the fork.
+    A 10 MiB HTML page of ordinary text needs about 120 MiB; the forked child's resident
+    set also counts the pages it shares with its parent, so a face of up to 256 MiB (the
+    MCP server serving a small collection is about 125) plus this stays within issue 45's
+    512 MiB (ADR 0018)."""
     max_view_chars: int = 64 * 1024 * 1024
     """Code points of one text view."""
-    isolate_above: int = 256 * 1024
-    """Files larger than this are extracted in a separate process whatever the format:
-    lexbor's time grows with the square of an HTML page's nesting depth (50,000 nested
-    ``div`` take seconds), and a fork costs about 6 ms, too much for every small page."""
 
 
 DEFAULT_LIMITS = Limits()
@@ -196,9 +196,6 @@ class Extractor(Protocol):
     """The optional extra that installs its library (``pip install 'groundkit[EXTRA]'``)."""
     suffixes: tuple[str, ...]
     """File-name globs it claims by default (``*.pdf``)."""
-    isolated: bool
-    """Run in a separate process with a time and memory limit (native parsers)."""
-
     def available(self) -> bool:
         """Whether its library is installed."""
         ...

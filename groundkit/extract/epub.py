@@ -21,10 +21,9 @@ container (:func:`~groundkit.extract.zipsafe.check_name`): a spine item pointing
 :class:`~groundkit.extract.base.ExtractError` and is never read. So does a spine entry
 missing from the manifest or the container (fail closed, rather than index a book
 with holes). The container itself is read through
-:class:`~groundkit.extract.zipsafe.SafeZip`. Chapters that unpack to more than
-``Limits.isolate_above`` bytes together are parsed in a child process with a time and
-memory limit (:mod:`~groundkit.extract.sandbox`), as a large HTML file is: a small
-container can hold large chapters.
+:class:`~groundkit.extract.zipsafe.SafeZip`. Like every extractor it runs in the
+sandbox (:mod:`~groundkit.extract.sandbox`): a small container can hold chapters that
+are large, or small and quadratic for the HTML parser.
 """
 
 from __future__ import annotations
@@ -106,7 +105,6 @@ class EpubExtractor:
     library = "selectolax"
     extra = "office"
     suffixes: tuple[str, ...] = ("*.epub",)
-    isolated = False
 
     def available(self) -> bool:
         return all(importlib.util.find_spec(lib) is not None for lib in _LIBRARIES)
@@ -123,14 +121,6 @@ class EpubExtractor:
     def extract(self, data: bytes, limits: Limits) -> TextView:
         with SafeZip(data, limits) as archive:
             chapters = [(name, archive.read(name)) for name in spine(archive)]
-        if sum(len(chapter) for _, chapter in chapters) > limits.isolate_above:
-            # A small file can unpack to large chapters, and lexbor's time grows with the
-            # square of the nesting depth: past the limit they are parsed as a large HTML
-            # file is, in a child with a time and memory limit.
-            from .sandbox import isolate
-
-            return isolate(lambda: _view(chapters, limits), timeout_s=limits.timeout_s,
-                           memory_bytes=limits.memory_bytes)
         return _view(chapters, limits)
 
 

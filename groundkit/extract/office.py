@@ -331,7 +331,6 @@ class _OfficeExtractor:
     library = "defusedxml"
     extra = "office"
     suffixes: tuple[str, ...] = ()
-    isolated = False
 
     def available(self) -> bool:
         return importlib.util.find_spec("defusedxml") is not None

@@ -92,7 +92,6 @@ class PdfExtractor:
     library = "pypdfium2"
     extra = "pdf"
     suffixes = ("*.pdf",)
-    isolated = True
 
     def available(self) -> bool:
         return importlib.util.find_spec("pypdfium2") is not None

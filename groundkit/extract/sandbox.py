@@ -1,8 +1,10 @@
 """Running a native-code extractor in a disposable child process.
 
-PDFium parses untrusted bytes in C++: a malformed file may make it loop, allocate
-without bound or crash. :func:`run_isolated` therefore runs the extractor in a child
-made with ``os.fork`` (Linux: the memory limit reads ``/proc/self/statm``): the child has
+Every extractor parses untrusted bytes, mostly in native code (PDFium, lexbor, expat): a
+malformed or hostile file may make it loop, allocate without bound, take quadratic time
+(3,000 unclosed ``<b>`` in a 56 KB page make lexbor build 9M elements) or crash.
+:func:`run_isolated` therefore runs every extraction (ADR 0018) in a child made with
+``os.fork`` (Linux: the memory limit reads ``/proc/self/statm``): the child has
 the parent's modules already imported (no start-up cost, and it works inside worker
 processes, where ``multiprocessing`` forbids daemonic children), and everything it does
 dies with it.
@@ -13,8 +15,10 @@ dies with it.
   then kills the child (``SIGKILL``) and raises ``extraction timed out after N s``;
 * **memory**: the child caps its address space (``RLIMIT_AS``) at its size at the fork
   plus ``memory_bytes``, so what the parent had already mapped does not count; a
-  ``MemoryError`` becomes ``extraction ran out of memory (limit N MiB)`` (native code
-  that aborts on a failed allocation, as PDFium does, is a crash);
+  ``MemoryError``, or any failure with the address space's peak at the cap (lexbor
+  reports a failed allocation as a parse error), becomes ``extraction ran out of memory
+  (limit N MiB)`` (native code that aborts on a failed allocation, as PDFium does, is a
+  crash);
 * **crashes**: a child killed by a signal is ``extractor crashed (signal N)``;
 * **errors**: an :class:`ExtractError` raised in the child is raised again in the
   parent with its reason; any other exception is ``extractor failed: Type: reason``.
@@ -54,6 +58,9 @@ _ALLOWED: dict[tuple[str, str], Any] = {
 }
 """The classes a result may contain besides builtin containers and scalars."""
 _CHUNK = 1 << 20
+_NEAR_LIMIT = 8 << 20
+"""A failure with the address space's peak this close to its cap ran out of memory: lexbor
+reports a failed allocation as a parse error (\"unparsable HTML\"), not as ``MemoryError``."""
 
 
 def run_isolated(name: str, data: bytes, limits: Limits) -> TextView:
@@ -114,8 +121,8 @@ def _child(work: Callable[[], Any], write_end: int, memory_bytes: int) -> NoRetu
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         faulthandler.disable()
         gc.freeze()  # the parent's garbage is not the child's to finalise (no __del__ runs)
-        _limit_memory(memory_bytes)
-        view = memoryview(_encode(_run(work)))
+        limit = _limit_memory(memory_bytes)
+        view = memoryview(_encode(_run(work, limit)))
         while view:
             view = view[os.write(write_end, view):]
         code = 0
@@ -123,15 +130,26 @@ def _child(work: Callable[[], Any], write_end: int, memory_bytes: int) -> NoRetu
         os._exit(code)
 
 
-def _run(work: Callable[[], Any]) -> tuple[str, Any]:
+def _run(work: Callable[[], Any], limit: int) -> tuple[str, Any]:
     try:
         return "ok", work()
-    except ExtractError as exc:
-        return "extract", str(exc)
     except MemoryError:
         return "memory", None
     except Exception as exc:  # noqa: BLE001  -- any failure of the parser is a reason
+        if _peak_address_space() + _NEAR_LIMIT >= limit:
+            return "memory", None  # a native parser's failed allocation, told as its error
+        if isinstance(exc, ExtractError):
+            return "extract", str(exc)
         return "failed", f"{type(exc).__name__}: {_one_line(str(exc))}"
+
+
+def _peak_address_space() -> int:
+    """This process's largest address space so far (``VmPeak``), in bytes."""
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmPeak:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _encode(outcome: tuple[str, Any]) -> bytes:
@@ -143,8 +161,8 @@ def _encode(outcome: tuple[str, Any]) -> bytes:
         return pickle.dumps(("failed", f"unpicklable result: {_one_line(str(exc))}"))
 
 
-def _limit_memory(memory_bytes: int) -> None:
-    """Cap the address space at its current size plus ``memory_bytes``."""
+def _limit_memory(memory_bytes: int) -> int:
+    """Cap the address space at its current size plus ``memory_bytes``; the cap."""
     with open("/proc/self/statm", "rb") as statm:
         current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -152,6 +170,7 @@ def _limit_memory(memory_bytes: int) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    return limit
 
 
 def _read_until(fd: int, deadline: float) -> bytes | None:

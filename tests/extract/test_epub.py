@@ -209,8 +209,7 @@ def test_a_view_over_the_limit_is_refused() -> None:
 def test_the_registry_finds_and_runs_the_extractor() -> None:
     found = extractor("epub")
     assert found is EXTRACTORS["epub"] and found.available()
-    assert (found.library, found.extra, found.isolated, found.suffixes) == (
-        "selectolax", "office", False, ("*.epub",))
+    assert (found.library, found.extra, found.suffixes) == ("selectolax", "office", ("*.epub",))
     versions = ",".join(f"{lib}={importlib.metadata.version(lib)}"
                         for lib in ("selectolax", "defusedxml"))
     assert found.identity() == f"epub/{versions};v1,html-{OPTIONS}"

@@ -196,8 +196,7 @@ def test_the_extractor_is_registered_with_its_identity() -> None:
     import selectolax
 
     found = extractor("html")
-    assert (found.name, found.library, found.extra, found.isolated) == (
-        "html", "selectolax", "html", False)
+    assert (found.name, found.library, found.extra) == ("html", "selectolax", "html")
     assert found.suffixes == ("*.html", "*.htm", "*.xhtml")
     assert found.available()
     assert found.identity() == f"html/selectolax={selectolax.__version__};{OPTIONS}"

@@ -335,7 +335,7 @@ def test_a_huge_space_count_is_refused_not_allocated() -> None:
 def test_the_registry_finds_and_runs_the_extractors(fmt: str) -> None:
     found = extractor(fmt)
     assert found is EXTRACTORS[fmt] and found.available()
-    assert (found.library, found.extra, found.isolated) == ("defusedxml", "office", False)
+    assert (found.library, found.extra) == ("defusedxml", "office")
     assert found.suffixes == (f"*.{fmt}",)
     assert found.identity() == f"{fmt}/defusedxml={importlib.metadata.version('defusedxml')};v1"
     assert for_file(f"book.{fmt}", fixture(fmt)) == fmt
