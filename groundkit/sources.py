@@ -126,6 +126,12 @@ class Candidate:
     relpath: str
     size: int
     mtime_ns: int
+    identity: tuple[int, int] = (0, 0)
+    """``(st_dev, st_ino)`` of the file discovered: the indexer reads that file or none
+    (:func:`groundkit.collection.ingest.read_regular`); ``(0, 0)``: not checked."""
+    symlink: bool = False
+    """Reached through a symlink (inside the root): opened following it, else with
+    ``O_NOFOLLOW``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,11 +257,16 @@ class _Walker:
         yield from self.visit(Path(entry.path), relpath, entry.is_symlink())
 
     def visit(self, path: Path, relpath: str, symlink: bool) -> Iterator[Candidate | Skipped]:
-        if symlink and not Path(os.path.realpath(path)).is_relative_to(self.real_root):
-            yield Skipped(relpath, "symlink points outside the collection root")
-            return
         try:
-            st = path.stat()
+            # lstat first: an entry swapped for a symlink since the directory was listed
+            # is judged as the symlink it now is, never followed unchecked
+            st = path.lstat()
+            symlink = symlink or stat.S_ISLNK(st.st_mode)
+            if symlink:
+                if not Path(os.path.realpath(path)).is_relative_to(self.real_root):
+                    yield Skipped(relpath, "symlink points outside the collection root")
+                    return
+                st = path.stat()
         except OSError as exc:
             yield Skipped(relpath, f"unreadable: {exc.strerror or exc}")
             return
@@ -270,4 +281,5 @@ class _Walker:
         elif st.st_size > self.max_bytes:
             yield Skipped(relpath, f"too large ({st.st_size} bytes > limit {self.max_bytes})")
         else:
-            yield Candidate(self.root, relpath, st.st_size, st.st_mtime_ns)
+            yield Candidate(self.root, relpath, st.st_size, st.st_mtime_ns,
+                            (st.st_dev, st.st_ino), symlink)

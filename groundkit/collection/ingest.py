@@ -9,6 +9,7 @@ outcome is identical whatever the number of workers.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import multiprocessing
 import os
@@ -18,7 +19,6 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import extract, store
 from ..errors import DecodeError, MissingDependencyError
@@ -26,9 +26,10 @@ from ..extract import ExtractError, TextView
 from ..extract.markdown import headings as markdown_headings
 from ..extract.markdown import is_markdown
 from ..model import Document
-from ..sources import Candidate, Decoded, Skipped, decode_bytes, read_fd
+from ..sources import Candidate, Decoded, Skipped, decode_bytes, lies_under, read_fd
 from ..text.chunking import ChunkerConfig, make_chunks
 from ..text.standing import HEAD, superseded
+from ..verify import BY_HANDLE
 
 WINDOW = 32
 """Files in flight at once when workers are used."""
@@ -81,7 +82,7 @@ def read_jobs(
     for label, cand in candidates:
         doc_id = label + cand.relpath
         try:
-            data = read_regular(cand.root / cand.relpath, max_bytes)
+            data = read_regular(cand, max_bytes)
         except OSError as exc:
             skipped.append(Skipped(doc_id, f"unreadable: {exc.strerror or exc}"))
             continue
@@ -163,17 +164,35 @@ def prepared_in_order(
         yield window.popleft().result()
 
 
-def read_regular(path: Path, max_bytes: int) -> bytes:
-    """A regular file's bytes; a FIFO or device swapped in since discovery is refused.
+def read_regular(cand: Candidate, max_bytes: int) -> bytes:
+    """The bytes of the regular file discovery found as ``cand``, or :class:`OSError`.
 
-    The type and size are checked with ``fstat`` on the open descriptor, so what
-    was checked is what is read (``O_NONBLOCK`` keeps a FIFO from blocking the open).
-    Reads until end of file, at most ``max_bytes + 1`` bytes (a file that grew past the
-    limit shows it), in reads sized by ``fstat`` (:func:`~groundkit.sources.read_fd`).
+    What was discovered is what is read: the file is opened with ``O_NOFOLLOW`` (unless
+    discovery reached it through a symlink inside the root), and the open descriptor
+    must be the discovered file (``st_dev``, ``st_ino``) and, on Linux, lie inside the
+    collection root as the kernel sees it (``/proc/self/fd``). A file swapped for a
+    symlink to a file outside the root, or a folder above it swapped for one, between
+    discovery and this read is refused ("changed since discovery"), never read through.
+    The type and size are checked with ``fstat`` on the same descriptor (``O_NONBLOCK``
+    keeps a FIFO from blocking the open). Reads until end of file, at most
+    ``max_bytes + 1`` bytes (a file that grew past the limit shows it), in reads sized
+    by ``fstat`` (:func:`~groundkit.sources.read_fd`).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    nofollow = 0 if cand.symlink else os.O_NOFOLLOW
+    try:
+        fd = os.open(cand.root / cand.relpath,
+                     os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | nofollow)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and nofollow:
+            raise OSError(0, "changed since discovery (now a symlink)") from None
+        raise
     try:
         st = os.fstat(fd)
+        if cand.identity != (0, 0) and (st.st_dev, st.st_ino) != cand.identity:
+            raise OSError(0, "changed since discovery (another file at this path now)")
+        if BY_HANDLE and not lies_under(os.readlink(f"/proc/self/fd/{fd}"),
+                                        os.path.realpath(cand.root)):
+            raise OSError(0, "changed since discovery (now resolves outside the root)")
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file")
         if st.st_size > max_bytes:
@@ -181,5 +200,3 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
         return read_fd(fd, st.st_size, max_bytes + 1)
     finally:
         os.close(fd)
-
-
