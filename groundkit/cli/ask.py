@@ -32,9 +32,11 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
                    help="rank passages of documents that say they are superseded (archived, "
                    "deprecated, replaced) like any other; they stay marked (default: offered "
                    "after current ones, their sentences counting half)")
-    p.add_argument("--llm", metavar="ollama:MODEL", help="write the answer with a local "
-                   "Ollama model; every quote in its reply is checked against the passage it "
-                   "cites, and a reply whose quotes all fail is withheld")
+    p.add_argument("--llm", metavar="PROVIDER:MODEL", help="write the answer with a local "
+                   "model: ollama:MODEL (an Ollama server) or llamacpp:MODEL (a pinned GGUF "
+                   "model from `make llm`, or a .gguf path, run in-process); every quote in its "
+                   "reply is checked against the passage it cites, and a reply whose quotes all "
+                   "fail is withheld")
     p.add_argument("--llm-host", metavar="URL", help=f"the Ollama server (default "
                    f"{OLLAMA_DEFAULT_HOST}; OLLAMA_HOST is not read)")
     p.add_argument("--llm-timeout", type=float, metavar="SECONDS",

@@ -14,8 +14,9 @@ from .registry import Handler, command, emit
 def rerank_arguments(p: argparse.ArgumentParser) -> None:
     """``--rerank`` and its options (``grk search``)."""
     p.add_argument("--rerank", metavar="NAME|PATH", help="re-score the top hits with a local "
-                   "cross-encoder: a reranker registered for the collection (grk rerankers) or "
-                   "a sentence-transformers CrossEncoder model folder")
+                   "cross-encoder: a reranker registered for the collection (grk rerankers), "
+                   "a sentence-transformers CrossEncoder model folder, or llamacpp:MODEL (the "
+                   "local reader judging each passage)")
     p.add_argument("--rerank-depth", type=int, default=DEPTH, metavar="N",
                    help=f"with --rerank: how many of the first stage's hits it re-scores "
                    f"(default {DEPTH})")
@@ -37,8 +38,9 @@ def rerank_options(args: argparse.Namespace, coll: Collection) -> dict[str, Any]
 def _rerankers(p: argparse.ArgumentParser) -> Handler:
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
     p.add_argument("--add", nargs=2, metavar=("NAME", "PATH"), help="register the "
-                   "cross-encoder model folder PATH as NAME (its weights are hashed: a changed "
-                   "model is refused later)")
+                   "cross-encoder model folder PATH (or llamacpp:MODEL, the local reader as a "
+                   "relevance judge) as NAME (its weights are hashed: a changed model is "
+                   "refused later)")
     p.add_argument("--remove", metavar="NAME", help="forget the reranker NAME")
 
     def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,122 @@
+"""The reader's stages without a model: the sample, kappa, agreement, the rerank and gate
+blocks over a stand-in reader, and the report that says not measured."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from evals import llm_stage as st
+from evals.__main__ import main
+from evals.report import model as rpt
+from evals.score import abstention
+
+
+def question(qid: str, *, split: str = "test", gold: bool = True, traits: tuple[str, ...] = (),
+             domain: str = "d", near_miss: bool = False) -> rpt.Question:
+    answers = (rpt.GoldAnswer(doc_id="a.md", quote="x", start=0, end=1),) if gold else ()
+    return rpt.Question(query_id=qid, text=f"question {qid}", kind="answerable" if gold
+                        else "no_answer", traits=traits, gold=answers, domain=domain,
+                        split=split, near_miss=near_miss)
+
+
+def test_the_sample_is_fixed_stratified_and_keeps_to_its_parts() -> None:
+    qs = [question(f"p{i}", traits=("paraphrase",)) for i in range(10)]
+    qs += [question(f"e{i}", traits=("exact_identifier",)) for i in range(2)]
+    qs += [question(f"n{i}", gold=False, near_miss=True) for i in range(5)]
+    qs += [question(f"c{i}", gold=False, split="calibration") for i in range(5)]
+    qs += [question(f"t{i}", split="train") for i in range(5)]
+    chosen = st.sample(qs, answerable=4, no_answer=3, calibration=2)
+    assert chosen == st.sample(list(reversed(qs)), answerable=4, no_answer=3, calibration=2)
+    traits = [q.traits[0] for q in chosen.answerable]
+    assert traits.count("exact_identifier") == 2  # round-robin: the small stratum is not lost
+    assert all(q.split == "test" and not q.gold for q in chosen.no_answer)
+    assert all(q.split == "calibration" for q in chosen.calibration)
+    assert chosen.sizes() == {"test_answerable": 4, "test_no_answer": 3,
+                              "calibration_no_answer": 2}
+
+
+def test_kappa_is_cohens() -> None:
+    pairs = [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10 + \
+        [(False, False)] * 15
+    observed, expected = 35 / 50, (25 / 50) * (30 / 50) + (25 / 50) * (20 / 50)
+    assert st.kappa(pairs) == pytest.approx((observed - expected) / (1 - expected))
+    assert st.kappa([(True, True)] * 3) is None and st.kappa([]) is None
+
+
+def test_agreement_counts_the_confusion_at_the_fixed_threshold() -> None:
+    rows = [{"label": True, "p_yes": 0.9, "score": 2.0}, {"label": True, "p_yes": 0.4,
+                                                           "score": -0.4},
+            {"label": False, "p_yes": 0.5, "score": 0.0}, {"label": False, "p_yes": 0.1,
+                                                            "score": -2.0}]
+    got = st.agreement(rows)
+    assert (got["judge_yes_label_yes"], got["judge_no_label_yes"], got["judge_yes_label_no"],
+            got["judge_no_label_no"]) == (1, 1, 1, 1)
+    assert got["agreement"] == 0.5 and got["auroc"] == pytest.approx(0.75)
+
+
+class Reader:
+    """Says yes to passages holding "42" (P(yes) 0.88), no otherwise (0.12)."""
+
+    name, sha256, n_ctx = "stand-in", "0" * 64, 4096
+
+    def next_token_probabilities(self, messages: list[dict[str, str]],
+                                 words: Sequence[str]) -> dict[str, float]:
+        yes = "42" in messages[1]["content"].split("Passage:", 1)[1]
+        p = 0.88 if yes else 0.12
+        return {w: (p if w == "yes" else 1 - p if w == "no" else 0.0) for w in words}
+
+    def close(self) -> None:
+        """Nothing held."""
+
+
+def test_rerank_moves_the_judged_answer_up_and_reports_an_interval() -> None:
+    ranked, qrels = [], {}
+    for i in range(6):
+        q = question(f"q{i}")
+        ids = [f"c{i}-{k}" for k in range(12)]
+        texts = ["noise"] * st.DEPTH
+        texts[3] = "it is 42"
+        ranked.append(st.Ranked(question=q, ids=ids, texts=texts, signals={}))
+        qrels[q.query_id] = {ids[3]: 1}
+    judgements = st.Judgements(Reader())
+    block = st.rerank_block(ranked, judgements, None, qrels,
+                            rpt.Settings(resamples=200, permutations=200))
+    ndcg = block["measures"]["nDCG@10"]
+    assert ndcg["bm25"] == pytest.approx(1 / math.log2(4 + 1))  # the answer at rank 4
+    assert ndcg["reranked"] == pytest.approx(1.0) and ndcg["wins_ties_losses"] == [6, 0, 0]
+    assert judgements.cost()["calls"] == 6 * 2  # "noise" once per question, "it is 42" once
+
+
+def test_gate_block_calibrates_on_the_calibration_items_only() -> None:
+    items = [abstention.Item(query_id=f"c{i}", answerable=False, near_miss=True, retrieved=False,
+                             split="calibration",
+                             signals={st.JUDGE_SIGNAL: -3.0 + i / 10, st.BM25_SIGNAL: 0.1})
+             for i in range(19)]
+    items += [abstention.Item(query_id=f"a{i}", answerable=True, near_miss=False, retrieved=True,
+                              split="test", signals={st.JUDGE_SIGNAL: 3.0, st.BM25_SIGNAL: 0.1})
+              for i in range(5)]
+    items += [abstention.Item(query_id=f"n{i}", answerable=False, near_miss=True,
+                              retrieved=False, split="test",
+                              signals={st.JUDGE_SIGNAL: -3.0, st.BM25_SIGNAL: 0.1})
+              for i in range(5)]
+    block = st.gate_block(items)
+    judge = block["scorers"]["judge"]
+    at = next(a for a in judge["at_alpha"] if a["alpha"] == 0.1)
+    assert block["n_calibration"] == 19 and judge["n0"] == 19 and judge["auroc"] == 1.0
+    assert at["coverage_answerable"] == 1.0 and at["false_answer_rate"] == 0.0
+    assert block["scorers"]["bm25"]["auroc"] == 0.5  # a constant signal separates nothing
+
+
+def test_without_the_model_the_report_says_not_measured(tmp_path: Path) -> None:
+    out, page = tmp_path / "llm.json", tmp_path / "llm.html"
+    code = main(["llm", "--model", str(tmp_path / "absent.gguf"), "--out", str(out),
+                 "--html", str(page)])
+    data = json.loads(out.read_text())
+    assert code == 0 and data["measured"] is False
+    assert data["reason"].startswith("not measured: ")
+    assert "not measured" in page.read_text() and "<table" not in page.read_text()

@@ -1,0 +1,44 @@
+"""The reader's stages end to end on golden v4 with the real model (EVAL_GATED=1 only).
+
+A small sample (three questions of each part) so the test takes minutes, not an hour;
+``make eval-llm`` runs the fixed sample. Needs ``make llm``; without the runtime or the
+model the test is skipped saying which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from evals import llm_run
+from evals.cli import DEFAULT_GOLDEN
+from evals.report import model as rpt
+from groundkit.embeddings import gguf
+
+MODEL = os.environ.get("GROUNDKIT_LLM_TEST_MODEL", gguf.READER)
+
+pytestmark = [
+    pytest.mark.gated,
+    pytest.mark.skipif(os.environ.get("EVAL_GATED") != "1",
+                       reason=f"needs llama-cpp-python and {MODEL} (make llm); set EVAL_GATED=1"),
+]
+
+
+def test_the_stages_measure_a_small_sample_and_record_identity_and_cost(tmp_path: Path) -> None:
+    reason = llm_run.unavailable(MODEL)
+    if reason:
+        pytest.skip(reason)
+    block = llm_run.measure(DEFAULT_GOLDEN, tmp_path, MODEL,
+                            rpt.Settings(resamples=200, permutations=200), lambda _: None,
+                            sizes={"answerable": 3, "no_answer": 3, "calibration": 3})
+    assert block["measured"] and block["model"]["sha256"] == gguf.MODELS[MODEL].sha256
+    assert block["sample"]["test_answerable"] == 3 and block["cost"]["calls"] >= 3 * 3 + 6
+    assert block["cost"]["cpu_s_per_call"] > 0
+    assert block["judge"]["all"]["n"] == len(block["pairs"])
+    assert block["rerank"]["questions"] == 3
+    assert set(block["gate"]["scorers"]) == {"judge", "bm25", "judge+bm25 (both)"}
+    page = llm_run.render(json.loads(json.dumps(block)))
+    assert "sha256" in page and "<table" in page
