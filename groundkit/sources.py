@@ -42,6 +42,11 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF = 8192
+MAX_DEPTH = 64
+"""Folders nested deeper than this under a root are skipped with a reason, not walked
+(the walk is iterative, so this is a stated policy, not a recursion limit)."""
+NOT_UTF8 = "name is not valid UTF-8 (rename it to index it)"
+"""The skip reason of a file or folder whose name is not valid UTF-8 (ADR 0018)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +195,7 @@ def discover(
     walker = _Walker(root=root, real_root=Path(os.path.realpath(root)), include=include,
                      exclude=exclude, max_bytes=max_bytes,
                      skip_real={Path(os.path.realpath(p)) for p in skip_dirs})
-    yield from walker.walk(walker.real_root, "")
+    yield from walker.walk(walker.listing(walker.real_root, ""))
 
 
 def discover_paths(
@@ -214,6 +219,9 @@ def discover_paths(
                      skip_real={Path(os.path.realpath(p)) for p in skip_dirs})
     wanted = set(relpaths)
     for relpath in sorted(wanted):
+        if not is_utf8(relpath):
+            yield Skipped(shown_name(relpath), NOT_UTF8)
+            continue
         parts = PurePosixPath(relpath).parts
         if any("/".join(parts[:i]) in wanted for i in range(1, len(parts))):
             continue  # a folder above it is walked anyway
@@ -227,7 +235,31 @@ def discover_paths(
         if not os.path.lexists(path):
             continue
         outside = not real.is_relative_to(walker.real_root)
-        yield from walker.visit(path, relpath, outside or path.is_symlink())
+        yield from walker.walk(walker.visit(path, relpath, outside or path.is_symlink()))
+
+
+def is_utf8(name: str) -> bool:
+    """Whether ``name`` (a path as ``os`` gives it, undecodable bytes as surrogates) is
+    valid UTF-8: document ids, chunk ids and SQLite hold only such names."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """``name`` with each byte that is not UTF-8 written ``\\xNN``: valid text to report."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class _Folder:
+    """A folder to walk: found by :meth:`_Walker.visit`, listed by :meth:`_Walker.walk`."""
+
+    path: Path
+    rel: str
+    """Its path relative to the root, ending with ``/``."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -240,7 +272,24 @@ class _Walker:
     skip_real: set[Path]
     seen_dirs: set[tuple[int, int]] = field(default_factory=set)
 
-    def walk(self, directory: Path, rel: str) -> Iterator[Candidate | Skipped]:
+    def walk(self, found: Iterator[Candidate | Skipped | _Folder],
+             ) -> Iterator[Candidate | Skipped]:
+        """What ``found`` holds, each folder in it listed in its place, depth first: an
+        explicit stack of listings, so depth costs no recursion."""
+        stack = [found]
+        while stack:
+            item = next(stack[-1], None)
+            if item is None:
+                stack.pop()
+            elif not isinstance(item, _Folder):
+                yield item
+            elif item.rel.count("/") > MAX_DEPTH:
+                yield Skipped(item.rel, f"folder nested deeper than {MAX_DEPTH} levels")
+            else:
+                stack.append(self.listing(item.path, item.rel))
+
+    def listing(self, directory: Path, rel: str) -> Iterator[Candidate | Skipped | _Folder]:
+        """The entries of one folder, in name order (its folders unlisted)."""
         try:
             st = directory.stat()
             if (st.st_dev, st.st_ino) in self.seen_dirs:
@@ -251,12 +300,14 @@ class _Walker:
             yield Skipped(rel or ".", f"unreadable directory: {exc.strerror}")
             return
         for entry in entries:
-            yield from self.entry(entry, f"{rel}{entry.name}")
+            if is_utf8(entry.name):
+                yield from self.visit(Path(entry.path), f"{rel}{entry.name}",
+                                      entry.is_symlink())
+            else:
+                yield Skipped(f"{rel}{shown_name(entry.name)}", NOT_UTF8)
 
-    def entry(self, entry: os.DirEntry[str], relpath: str) -> Iterator[Candidate | Skipped]:
-        yield from self.visit(Path(entry.path), relpath, entry.is_symlink())
-
-    def visit(self, path: Path, relpath: str, symlink: bool) -> Iterator[Candidate | Skipped]:
+    def visit(self, path: Path, relpath: str, symlink: bool,
+              ) -> Iterator[Candidate | Skipped | _Folder]:
         try:
             # lstat first: an entry swapped for a symlink since the directory was listed
             # is judged as the symlink it now is, never followed unchecked
@@ -273,7 +324,7 @@ class _Walker:
         if stat.S_ISDIR(st.st_mode):
             if not (_matches(relpath + "/", self.exclude)
                     or Path(os.path.realpath(path)) in self.skip_real):
-                yield from self.walk(path, relpath + "/")
+                yield _Folder(path, relpath + "/")
         elif not _matches(relpath, self.include) or _matches(relpath, self.exclude):
             return
         elif not stat.S_ISREG(st.st_mode):
