@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import GroundkitError
+from ..text import terminal
 from . import ask, commands, maintenance, questions, rerank, serve, watch
 from .registry import COMMANDS, EXIT_DRIFTED, EXIT_INTERRUPTED, EXIT_UNRESOLVABLE, Handler
 
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except GroundkitError as exc:
-        print(f"grk {args.command}: error: {exc}", file=sys.stderr)
+        print(f"grk {args.command}: error: {terminal.message(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"grk {args.command}: interrupted", file=sys.stderr)

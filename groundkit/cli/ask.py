@@ -11,6 +11,7 @@ from ..answer.extractive import DEFAULT, MAX_SENTENCES
 from ..collection import Collection
 from ..embeddings.ollama import OLLAMA_DEFAULT_HOST
 from ..errors import UsageError
+from ..text import terminal
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_NO_ANSWER, Handler, command, emit
 
@@ -94,14 +95,14 @@ def print_answer(data: dict[str, Any]) -> None:
     for n, sentence in enumerate(data["sentences"], start=1):
         mark = "" if sentence["supported"] else "  [unsupported: no verified quote]"
         if sentence.get("context"):
-            print(f"  (table header: {sentence['context']['text']})")
-        print(f"{sentence['text']}{mark}")
+            print(terminal.line(f"  (table header: {sentence['context']['text']})"))
+        print(terminal.line(f"{sentence['text']}{mark}"))
         for c in sentence["citations"]:
-            print(f"  [{n}] {_where(c)}")
+            print(terminal.line(f"  [{n}] {_where(c)}"))
     for conflict in data.get("conflicts", []):
         print(f"Sources disagree on {conflict['about']}:")
         for side in conflict["sides"]:
-            print(f"  {', '.join(side['values'])} — {_where(side['citation'])}")
+            print(terminal.line(f"  {', '.join(side['values'])} — {_where(side['citation'])}"))
     if data.get("superseded_only"):
         print(f"note: {data['superseded_only']}")
     if "judge" in data:

@@ -22,6 +22,7 @@ from ..retrieval.bm25 import BM25Params
 from ..retrieval.gate import ALPHA
 from ..retrieval.modes import MODES
 from ..sources import DEFAULT_MAX_BYTES
+from ..text import terminal
 from ..text.analysis import DEFAULT_PRESET, PRESETS
 from ..text.chunking import BOUNDARIES, DEFAULT_OVERLAP, DEFAULT_TARGET
 from . import cluster, index_settings, watch
@@ -55,7 +56,7 @@ def _index(p: argparse.ArgumentParser) -> Handler:
             print(f"  added {report.added}, changed {report.changed}, removed {report.removed}, "
                   f"unchanged {report.unchanged}, skipped {len(report.skipped)}")
             for s in report.skipped:
-                print(f"  skipped {s.path}: {s.reason}")
+                print(terminal.line(f"  skipped {s.path}: {s.reason}"))
             for kind, n in data["skipped_by_reason"].items():
                 print(f"  skipped {n} × {kind}")
 
@@ -132,16 +133,17 @@ def _fetch(p: argparse.ArgumentParser) -> Handler:
         verdict = fetch_chunk(args.chunk_id, args.home)
 
         def human() -> None:
-            print(f"{verdict.status.value}: {verdict.reason}")
+            print(terminal.line(f"{verdict.status.value}: {verdict.reason}"))
             if verdict.doc_id is not None:
-                print(f"  {verdict.doc_id} [{verdict.start}, {verdict.end}) code points"
+                doc = terminal.line(verdict.doc_id)
+                print(f"  {doc} [{verdict.start}, {verdict.end}) code points"
                       + (f" ({source_place(verdict.locator)})" if verdict.locator else ""))
             if verdict.headings:
-                print("  " + " › ".join(verdict.headings))
+                print("  " + terminal.line(" › ".join(verdict.headings)))
             if verdict.relocated:
                 print(f"  relocated to [{verdict.relocated[0]}, {verdict.relocated[1]})")
             if verdict.current_text is not None:
-                print(verdict.current_text)
+                print(terminal.block(verdict.current_text))
 
         emit(args, verdict.to_dict(), human)
         return {Status.VERIFIED: 0, Status.DRIFTED: EXIT_DRIFTED}.get(
@@ -191,12 +193,12 @@ def _print_status(results: list[dict[str, Any]]) -> None:
         if s.get("formats"):
             print("  formats: " + ", ".join(f"{n} {fmt}" for fmt, n in s["formats"].items()))
         for item in s["skipped"]:
-            print(f"  skipped {item['path']}: {item['reason']}")
+            print(terminal.line(f"  skipped {item['path']}: {item['reason']}"))
         for kind, n in s.get("skipped_by_reason", {}).items():
             print(f"  skipped {n} × {kind}")
         for kind, paths in s.get("changed_since_indexing", {}).items():
             for path in paths:
-                print(f"  {kind} since indexing: {path}")
+                print(terminal.line(f"  {kind} since indexing: {path}"))
 
 
 @command("collections", "List collections with their roots and counts.")

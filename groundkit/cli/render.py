@@ -8,6 +8,7 @@ from collections.abc import Collection
 
 from ..model import Chunk, Hit, Locator
 from ..retrieval.gate import Decision
+from ..text import terminal
 from ..text.analysis import Analyzer
 
 SNIPPET = 240
@@ -34,17 +35,18 @@ def snippet(text: str, terms: Collection[str], analyzer: Analyzer) -> str:
             first = m.start()
             break
     start = max(0, first - SNIPPET // 3)
-    piece = " ".join(text[start : start + SNIPPET].split())
+    piece = terminal.line(" ".join(text[start : start + SNIPPET].split()))
     return ("…" if start else "") + piece + ("…" if start + SNIPPET < len(text) else "")
 
 
 def where(c: Chunk) -> str:
     """Where a chunk is, as a person looks for it: lines of a text file, pages of a PDF,
     the byte range (and zip member) of a markup file."""
+    doc = terminal.line(c.doc_id)
     if c.locator is None:
-        return f"{c.doc_id}:{c.start_line}-{c.end_line}"
+        return f"{doc}:{c.start_line}-{c.end_line}"
     place = source_place(c.locator)
-    return f"{c.doc_id} {place}" if place else c.doc_id
+    return f"{doc} {place}" if place else doc
 
 
 def source_place(locator: Locator) -> str:
@@ -55,7 +57,7 @@ def source_place(locator: Locator) -> str:
     first = locator.spans[0] if locator.spans else None
     if first is None or first.byte_start is None:
         return ""
-    part = f" in {first.part}" if first.part else ""
+    part = f" in {terminal.line(first.part)}" if first.part else ""
     return f"bytes {first.byte_start}-{first.byte_end}{part}"
 
 
@@ -73,11 +75,11 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
         print(f"{hit.rank:>3}. {where(c)}  "
               f"[{c.start}, {c.end}) code points  score {hit.score:.4f}{verdict}")
         if c.headings:
-            print("     " + " › ".join(c.headings))
+            print("     " + terminal.line(" › ".join(c.headings)))
         if hit.also_in:
-            print(f"     also in: {', '.join(d.path for d in hit.also_in)}")
+            print(terminal.line(f"     also in: {', '.join(d.path for d in hit.also_in)}"))
         if hit.superseded:
-            print(f"     superseded: {hit.superseded}")
+            print(terminal.line(f"     superseded: {hit.superseded}"))
         print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
         if explain:
             for e in hit.explanation:
