@@ -12,6 +12,7 @@ from ..collection import Collection
 from ..embeddings.ollama import OLLAMA_DEFAULT_HOST
 from ..errors import UsageError
 from ..text import terminal
+from .numbers import finite
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_NO_ANSWER, Handler, command, emit
 
@@ -40,7 +41,7 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
                    "fail is withheld")
     p.add_argument("--llm-host", metavar="URL", help=f"the Ollama server (default "
                    f"{OLLAMA_DEFAULT_HOST}; OLLAMA_HOST is not read)")
-    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+    p.add_argument("--llm-timeout", type=finite, metavar="SECONDS",
                    help="seconds to wait for the model (default 120)")
     p.add_argument("--rewrite", action="store_true", help="with --llm: rewrite the question "
                    "into a search query first (shown; the original's hits stay in --json)")

@@ -26,6 +26,7 @@ from ..text import terminal
 from ..text.analysis import DEFAULT_PRESET, PRESETS
 from ..text.chunking import BOUNDARIES, DEFAULT_OVERLAP, DEFAULT_TARGET
 from . import cluster, index_settings, watch
+from .numbers import finite
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_DRIFTED, EXIT_UNRESOLVABLE, Handler, command, emit
 from .rerank import rerank_arguments, rerank_options
@@ -91,8 +92,8 @@ def _index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--analyzer", choices=sorted(PRESETS),
                    help=f"text analysis preset (default {DEFAULT_PRESET}): " + "; ".join(
                        f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
-    p.add_argument("--k1", type=float, help=f"BM25 k1 (default {_BM25.k1})")
-    p.add_argument("--b", type=float, help=f"BM25 b (default {_BM25.b})")
+    p.add_argument("--k1", type=finite, help=f"BM25 k1 (default {_BM25.k1})")
+    p.add_argument("--b", type=finite, help=f"BM25 b (default {_BM25.b})")
     p.add_argument("--embed", metavar="PROVIDER:MODEL",
                    help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
                    "(offline, extra 'dense'), onnx:all-MiniLM-L6-v2-int8 (the same model "
@@ -244,7 +245,7 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=10, metavar="N",
                    help=f"number of hits, 1..{MAX_TOP_K} (default 10)")
     mode_arguments(p)
-    p.add_argument("--score-threshold", type=float, metavar="X", help="drop hits scoring "
+    p.add_argument("--score-threshold", type=finite, metavar="X", help="drop hits scoring "
                    "below X (" + ", ".join(m.name for m in MODES.values() if m.threshold)
                    + " only)")
     p.add_argument("--explain", action="store_true",
@@ -303,7 +304,7 @@ def _calibrate(p: argparse.ArgumentParser) -> Handler:
     p.add_argument("--questions", required=True, metavar="FILE", help="questions in the golden "
                    "format (one JSON object a line with 'question' and 'kind'); the no_answer "
                    "ones are what the gate learns 'not in your documents' from")
-    p.add_argument("--alpha", type=float, default=ALPHA, metavar="A", help="the highest "
+    p.add_argument("--alpha", type=finite, default=ALPHA, metavar="A", help="the highest "
                    f"acceptable rate of answering an unanswerable question (default {ALPHA})")
     p.add_argument("--mode", action="append", choices=tuple(MODES), help="modes to calibrate "
                    "(repeatable; default bm25, plus dense and hybrid when the collection has "

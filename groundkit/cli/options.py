@@ -8,6 +8,7 @@ from typing import Any
 from ..retrieval.fusion import FUSIONS
 from ..retrieval.gate import ALPHA
 from ..retrieval.modes import DEFAULT_MODE, MODES
+from .numbers import finite
 
 
 def mode_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +32,7 @@ def abstain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--abstain", action="store_true", help="say 'nothing in this collection "
                    "answers that' instead of hits when the calibrated gate abstains (needs "
                    "grk calibrate first)")
-    p.add_argument("--alpha", type=float, metavar="A", help="with --abstain: the highest "
+    p.add_argument("--alpha", type=finite, metavar="A", help="with --abstain: the highest "
                    "acceptable rate of answering an unanswerable question (default: the "
                    f"calibration's, {ALPHA})")
 

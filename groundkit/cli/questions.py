@@ -14,6 +14,7 @@ from typing import Any
 
 from ..retrieval.gate import ALPHA
 from . import questions_io
+from .numbers import finite
 from .questions_base import (
     ACTIONS,
     EXIT_LINT_ERRORS,
@@ -52,7 +53,7 @@ def _questions(p: argparse.ArgumentParser) -> Handler:
 def _lint(p: argparse.ArgumentParser) -> Action:
     p.add_argument("file", metavar="FILE", help="the question file (JSON lines)")
     collection_argument(p)
-    p.add_argument("--alpha", type=float, default=ALPHA, metavar="A",
+    p.add_argument("--alpha", type=finite, default=ALPHA, metavar="A",
                    help=f"the alpha a calibration would use (default {ALPHA})")
     p.add_argument("--show", type=int, default=50, metavar="N",
                    help="findings to print (default 50; --json has them all)")

@@ -20,6 +20,7 @@ from typing import Any
 from ..collection.indexer import IndexReport
 from ..collection.watch import ON_MISSING_ROOT, Watcher, WatchOptions
 from ..progress import ProgressBar
+from .numbers import finite
 from .registry import Handler, command
 
 _DEFAULTS = WatchOptions()
@@ -38,10 +39,10 @@ def _watch(p: argparse.ArgumentParser) -> Handler:
 
 def watch_arguments(p: argparse.ArgumentParser) -> None:
     """The watcher's options (``grk watch`` and ``grk index --watch``)."""
-    p.add_argument("--debounce", type=float, default=_DEFAULTS.debounce, metavar="S",
+    p.add_argument("--debounce", type=finite, default=_DEFAULTS.debounce, metavar="S",
                    help="seconds of quiet after a change before re-indexing "
                    f"(default {_DEFAULTS.debounce})")
-    p.add_argument("--max-delay", type=float, default=_DEFAULTS.max_delay, metavar="S",
+    p.add_argument("--max-delay", type=finite, default=_DEFAULTS.max_delay, metavar="S",
                    help="re-index at the latest this long after the first change, even "
                    f"while changes keep coming (default {_DEFAULTS.max_delay})")
     p.add_argument("--on-missing-root", choices=ON_MISSING_ROOT, default="wait",
