@@ -6,7 +6,10 @@ collections and caches) at no cost, runs one function, and writes its result dow
 a pipe. The rules a caller keeps:
 
 * fork before any thread starts in the parent (only the forking thread exists in
-  the child, so a lock another thread held would never be released there);
+  the child, so a lock another thread held would never be released there). This one
+  is enforced for the runtimes of :data:`THREADED_RUNTIMES`: once one is loaded,
+  nothing is forked and :class:`Forked` runs its work here, at once (the same result,
+  later; lancedb's own warning that a fork "may deadlock" cannot happen);
 * the child opens its own SQLite connections: one opened before the fork must not
   be used on both sides (SQLite's rule); the harness opens each stage's
   collection in the process that ranks it;
@@ -27,13 +30,17 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from groundkit.errors import GroundkitError
 
 T = TypeVar("T")
 _OK, _FAILED = b"o", b"e"
 STOP_GRACE_S = 30.0
+THREADED_RUNTIMES = ("lancedb",)
+"""Modules whose import starts threads a fork does not carry (lancedb: an asyncio loop
+thread and a tokio runtime, reset in a forked child with "a small chance of
+deadlock"): with one loaded, work is not forked (:func:`fork_safe`)."""
 """How long :meth:`Forked.stop` waits after SIGTERM before it kills."""
 
 
@@ -50,6 +57,12 @@ def available() -> bool:
     where a forked child may crash once system frameworks are loaded (why Python's
     ``multiprocessing`` spawns there by default)."""
     return hasattr(os, "fork") and sys.platform != "darwin"
+
+
+def fork_safe() -> bool:
+    """Whether work is forked now: :func:`available`, and none of
+    :data:`THREADED_RUNTIMES` loaded in this process."""
+    return available() and not any(name in sys.modules for name in THREADED_RUNTIMES)
 
 
 @contextlib.contextmanager
@@ -71,10 +84,20 @@ def sharing_cores(active: bool = True) -> Iterator[None]:
 
 
 class Forked(Generic[T]):
-    """``fn()`` running in a forked child; :meth:`result` waits for it."""
+    """``fn()`` running in a forked child; :meth:`result` waits for it. Where a fork is
+    not safe (:func:`fork_safe`), ``fn()`` runs here at once and :meth:`result` hands
+    back its value or raises its exception."""
 
     def __init__(self, fn: Callable[[], T], name: str) -> None:
         self.name = name
+        self._here: tuple[bool, Any] | None = None
+        if not fork_safe():
+            self._done = True
+            try:
+                self._here = (True, fn())
+            except Exception as exc:  # noqa: BLE001 - raised again by result(), as a child's is
+                self._here = (False, exc)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
@@ -89,6 +112,12 @@ class Forked(Generic[T]):
     def result(self) -> T:
         """The child's return value; its exception raised here; a silent death a
         :class:`WorkerError`."""
+        if self._here is not None:
+            ok, outcome = self._here
+            if not ok:
+                raise outcome
+            here: T = outcome
+            return here
         with os.fdopen(self._read, "rb") as pipe:
             payload = pipe.read()
         _, status = os.waitpid(self.pid, 0)
@@ -132,7 +161,7 @@ def beside(fn: Callable[[], T], name: str, *, fork: bool = True) -> Callable[[],
     """Start ``fn`` in a forked child (when ``fork`` and the platform forks; else run it
     now); the returned call waits for its result. For work the caller does not need
     until later, while it does its own."""
-    if not (fork and available()):
+    if not (fork and fork_safe()):
         value = fn()
         return lambda: value
     return Forked(fn, name).result

@@ -14,6 +14,13 @@ from evals import forked
 pytestmark = pytest.mark.skipif(not forked.available(), reason="needs os.fork")
 
 
+@pytest.fixture(autouse=True)
+def forks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests fork even where an earlier test loaded lancedb in this process (the
+    children never touch it); tests/security/test_fork_safety.py tests the refusal."""
+    monkeypatch.setattr(forked, "THREADED_RUNTIMES", ())
+
+
 class Odd(Exception):
     def __init__(self, a: int, b: int) -> None:  # pickles, but does not unpickle
         super().__init__(f"{a}+{b}")
