@@ -1,43 +1,121 @@
-"""A progress bar on stderr, drawn only when stderr is a terminal."""
+"""Progress on stderr, terminal or not: a bar on a terminal, plain log lines elsewhere.
+
+A long run is never silent. On a terminal a bar is redrawn in place with the count, the
+rate and the time left. Elsewhere (a pipe, a log file, ``make``) a plain line is written
+when a phase starts (``embedding 12,163 chunks``), every ``log_every`` seconds while it
+runs (``embedding: 1,536/12,163 chunks (13%), 24.1/s, about 7 min left``) and, after such
+a line, when it ends; a phase with nothing to do says nothing.
+
+A run has phases: the files being read (the bar's title, e.g. ``indexing``), then the
+chunks being embedded (reported with the label ``embedding``). A phase's rate and time
+left are measured from its own start.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
+
+EMBEDDING = "embedding"
+"""The label the embedding phase reports with (:mod:`groundkit.retrieval.vectors`)."""
+LOG_EVERY = 10.0
+"""Seconds between two plain log lines of one phase."""
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``7 min``, ``2 h 05 min``: how long, as a person reads it."""
+    if seconds < 90:
+        return f"{max(seconds, 0):.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 class ProgressBar:
     """``with ProgressBar("indexing") as bar: ... bar.update(done, total, label)``."""
 
-    def __init__(self, title: str, stream: TextIO | None = None, interval: float = 0.1) -> None:
+    def __init__(self, title: str, stream: TextIO | None = None, interval: float = 0.1, *,
+                 log_every: float = LOG_EVERY,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.title = title
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty()
+        self.tty = self.stream.isatty()
         self.interval = interval
+        self.log_every = log_every
+        self.clock = clock
+        self._phase: str | None = None
+        self._started = 0.0
         self._last = 0.0
         self._drawn = False
+        self._finished = False
+        self._logged = False
 
     def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._end_line()
+
+    def update(self, done: int, total: int, label: str = "") -> None:
+        if total <= 0:
+            return
+        now = self.clock()
+        phase = EMBEDDING if label == EMBEDDING else self.title
+        if phase != self._phase:
+            self._start(phase, total, now)
+        elif done >= total and self._finished:
+            return
+        ended = done >= total
+        if now - self._last < (self.interval if self.tty else self.log_every) and not ended:
+            return
+        self._last = now
+        if self.tty:
+            self._draw(done, total, "" if phase == EMBEDDING else label, now)
+        elif done and (not ended or self._logged):
+            self.stream.write(self._line(done, total, now) + "\n")
+            self.stream.flush()
+            self._logged = True
+        self._finished = ended
+
+    def _start(self, phase: str, total: int, now: float) -> None:
+        self._end_line()
+        self._phase, self._started, self._last = phase, now, now
+        self._finished = self._logged = False
+        unit = "chunks" if phase == EMBEDDING else "files"
+        self.stream.write(f"{phase} {total:,} {unit}\n")
+        self.stream.flush()
+
+    def _rate(self, done: int, now: float) -> float | None:
+        elapsed = now - self._started
+        return done / elapsed if done and elapsed > 0 else None
+
+    def _line(self, done: int, total: int, now: float) -> str:
+        """``embedding: 1,536/12,163 chunks (13%), 24.1/s, about 7 min left``."""
+        unit = "chunks" if self._phase == EMBEDDING else "files"
+        share = f" ({100 * done // total}%)" if total else ""
+        line = f"{self._phase}: {done:,}/{total:,} {unit}{share}"
+        rate = self._rate(done, now)
+        if rate is not None:
+            line += f", {rate:.1f}/s"
+            line += (f", about {duration((total - done) / rate)} left" if done < total
+                     else f", done in {duration(now - self._started)}")
+        return line
+
+    def _draw(self, done: int, total: int, label: str, now: float) -> None:
+        width = 30
+        filled = width * done // total if total else width
+        rate = self._rate(done, now)
+        pace = (f" {rate:.1f}/s, {duration((total - done) / rate)} left"
+                if rate is not None and done < total else "")
+        label = label if len(label) <= 40 else "…" + label[-39:]
+        self.stream.write(f"\r{self._phase} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{done}/{total}{pace} {label:<40}")
+        self.stream.flush()
+        self._drawn = True
+
+    def _end_line(self) -> None:
         if self._drawn:
             self.stream.write("\n")
             self.stream.flush()
-
-    def update(self, done: int, total: int, label: str = "") -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if done < total and now - self._last < self.interval:
-            return
-        self._last = now
-        width = 30
-        filled = width * done // total if total else width
-        label = label if len(label) <= 40 else "…" + label[-39:]
-        self.stream.write(
-            f"\r{self.title} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}"
-        )
-        self.stream.flush()
-        self._drawn = True
+            self._drawn = False

@@ -2,7 +2,8 @@
 
 Data goes to stdout (``--json`` for scripts), progress and errors to stderr.
 A :class:`~groundkit.errors.GroundkitError` becomes one line on stderr and its
-documented exit code (``docs/cli.md``), never a traceback. Commands live in
+documented exit code (:data:`.registry.EXIT_CODES`, listed by ``grk --help``), never a
+traceback. Commands live in
 :mod:`.commands` and :mod:`.serve`, registered in :mod:`.registry`.
 """
 
@@ -10,13 +11,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import GroundkitError
 from ..text import terminal
 from . import ask, commands, maintenance, questions, rerank, serve, watch
-from .registry import COMMANDS, EXIT_DRIFTED, EXIT_INTERRUPTED, EXIT_UNRESOLVABLE, Handler
+from .registry import (
+    COMMANDS,
+    EXIT_CODES,
+    EXIT_DRIFTED,
+    EXIT_INTERRUPTED,
+    EXIT_UNRESOLVABLE,
+    Handler,
+)
 
 # importing them registers their commands
 _LOADED = (commands, ask, maintenance, questions, rerank, serve, watch)
@@ -26,23 +35,38 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``grk`` parser; each subcommand's parser carries its handler (``args.handler``)."""
     parser = argparse.ArgumentParser(
         prog="grk",
-        description="Grounded, citation-verifiable retrieval over your own documents.",
-        epilog="Collections live in --home, else $GROUNDKIT_HOME, else "
-        "$XDG_DATA_HOME/groundkit, else ~/.local/share/groundkit. "
-        "Exit codes: see docs/cli.md.",
+        description="Grounded, citation-verifiable retrieval over your own documents.\n\n"
+        "  grk index ~/notes -c notes          index a folder (again: incremental, same "
+        "settings)\n"
+        "  grk search 'log retention' -c notes  search it; grk fetch ID re-checks a citation\n"
+        "  grk COMMAND --help                   every command's options",
+        epilog=textwrap.fill("Collections live in --home, else $GROUNDKIT_HOME, else "
+                             "$XDG_DATA_HOME/groundkit, else ~/.local/share/groundkit. --home "
+                             "and --json go before or after the command.", 79)
+        + "\n\nexit codes:\n"
+        + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="show the version and which BM25 kernel answers, then exit")
+    _global_options(parser, None)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--home", metavar="DIR", help="where collections live (overrides "
-                        "$GROUNDKIT_HOME)")
-    common.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    _global_options(common, argparse.SUPPRESS)  # after the command too; never overrides
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (help_text, configure) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text,
                                     parents=[common])
         sub_parser.set_defaults(handler=configure(sub_parser))
     return parser
+
+
+def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """``--home`` and ``--json``, accepted before the command and after it."""
+    parser.add_argument("--home", metavar="DIR", default=default,
+                        help="where collections live (overrides $GROUNDKIT_HOME)")
+    parser.add_argument("--json", action="store_true",
+                        default=False if default is None else default,
+                        help="machine-readable JSON on stdout")
 
 
 class _Version(argparse.Action):
@@ -62,7 +86,7 @@ class _Version(argparse.Action):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _eval_first(list(sys.argv[1:] if argv is None else argv))
     if argv[:1] == ["eval"]:  # the harness's own parser takes every option (grk eval --help)
         try:
             return commands.run_eval(argv[1:])
@@ -81,6 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+
+
+def _eval_first(argv: list[str]) -> list[str]:
+    """``grk --home DIR eval …`` as ``grk eval --home DIR …`` (the harness parses eval)."""
+    if argv[:1] == ["--home"] and len(argv) > 2 and argv[2] == "eval":
+        return ["eval", *argv[:2], *argv[3:]]
+    if argv[:1] and argv[0].startswith("--home=") and argv[1:2] == ["eval"]:
+        return ["eval", argv[0], *argv[2:]]
+    return argv
 
 
 def run() -> None:

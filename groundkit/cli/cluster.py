@@ -17,7 +17,7 @@ def ray_arguments(p: argparse.ArgumentParser) -> None:
                    "ADDRESS is the head's HOST:PORT (or ray://HOST:PORT); omitted, the "
                    "cluster RAY_ADDRESS names or one started on this machine with ray "
                    "start, else a new local Ray. Every node reads the documents at the same "
-                   "paths (a shared filesystem; docs/scale.md)")
+                   "paths (a shared filesystem)")
 
 
 @contextmanager

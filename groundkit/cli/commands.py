@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..collection import (
@@ -12,18 +13,20 @@ from ..collection import (
     fetch_chunk,
     index,
     list_collections,
+    resolve_home,
 )
-from ..errors import UsageError
-from ..model import Status
+from ..collection.multi import merged
+from ..errors import CollectionNotFoundError, InvalidSpanError, UsageError
+from ..model import Hit, Status, split_chunk_id
 from ..progress import ProgressBar
 from ..retrieval.ann import MODES as ANN_MODES
 from ..retrieval.ann import THRESHOLD as ANN_THRESHOLD
 from ..retrieval.bm25 import BM25Params
-from ..retrieval.gate import ALPHA
+from ..retrieval.gate import ALPHA, Decision
 from ..retrieval.modes import MODES
 from ..sources import DEFAULT_MAX_BYTES
 from ..text import terminal
-from ..text.analysis import DEFAULT_PRESET, PRESETS
+from ..text.analysis import DEFAULT_PRESET, PRESETS, Analyzer
 from ..text.chunking import BOUNDARIES, DEFAULT_OVERLAP, DEFAULT_TARGET
 from . import cluster, index_settings, watch
 from .numbers import finite
@@ -43,6 +46,8 @@ def _index(p: argparse.ArgumentParser) -> Handler:
         if line := index_settings.summary(args.collection, chosen):
             print(line, file=sys.stderr)
         config = chosen.config
+        if args.watch and not all(Path(r).is_dir() for r in config.roots):
+            raise UsageError("--watch follows folders: index the folder that holds the files")
         with cluster.executor(args) as executor, ProgressBar("indexing") as bar:
             report = index(args.collection, config, home=args.home, progress=bar.update,
                            rebuild=args.rebuild, executor=executor)
@@ -69,7 +74,7 @@ def _index(p: argparse.ArgumentParser) -> Handler:
 
 def _index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="folders to index (none: the collection's recorded ones). Every "
+                   help="folders or files to index (none: the collection's recorded ones). Every "
                    "option left out keeps the collection's recorded setting (a new "
                    "collection: the default)")
     p.add_argument("--collection", "-c", required=True, metavar="NAME")
@@ -94,19 +99,7 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                        f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
     p.add_argument("--k1", type=finite, help=f"BM25 k1 (default {_BM25.k1})")
     p.add_argument("--b", type=finite, help=f"BM25 b (default {_BM25.b})")
-    p.add_argument("--embed", metavar="PROVIDER:MODEL",
-                   help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
-                   "(offline, extra 'dense'), onnx:all-MiniLM-L6-v2-int8 (the same model "
-                   "int8 on ONNX Runtime, offline, extra 'onnx') or ollama:nomic-embed-text "
-                   "(extra 'ollama'); kept on re-index, where only new chunk texts are "
-                   "embedded")
-    p.add_argument("--no-embed", action="store_true",
-                   help="drop the collection's embedding (dense and hybrid search stop working)")
-    p.add_argument("--ann", choices=ANN_MODES, default=None,
-                   help="with --embed: an approximate dense index in the generation; auto "
-                   f"(default) above {ANN_THRESHOLD:,} vectors, on (any size), off (exact only)")
-    p.add_argument("--ollama-host", metavar="URL",
-                   help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
+    _embedding_options(p)
     p.add_argument("--watch", action="store_true",
                    help="after indexing, keep re-indexing as files change (as grk watch; "
                    "with --json, event lines)")
@@ -124,13 +117,38 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                    "reports; without PATH, with the collection's recorded settings")
 
 
+def _embedding_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embed", metavar="PROVIDER:MODEL",
+                   help="also embed chunks for dense/hybrid search, e.g. local:all-MiniLM-L6-v2 "
+                   "(offline, extra 'dense'), onnx:all-MiniLM-L6-v2-int8 (the same model "
+                   "int8 on ONNX Runtime, offline, extra 'onnx') or ollama:nomic-embed-text "
+                   "(extra 'ollama'); kept on re-index, where only new chunk texts are "
+                   "embedded")
+    p.add_argument("--no-embed", action="store_true",
+                   help="drop the collection's embedding (dense and hybrid search stop working)")
+    p.add_argument("--ann", choices=ANN_MODES, default=None,
+                   help="with --embed: an approximate dense index in the generation; auto "
+                   f"(default) above {ANN_THRESHOLD:,} vectors, on (any size), off (exact only)")
+    p.add_argument("--ollama-host", metavar="URL",
+                   help="Ollama server for --embed ollama:MODEL (default http://127.0.0.1:11434)")
+
+
 @command("fetch", "Re-read a cited chunk now: verified, drifted or unresolvable.")
 def _fetch(p: argparse.ArgumentParser) -> Handler:
-    p.add_argument("chunk_id", metavar="CHUNK_ID", help="an id such as notes:3f2a…")
+    p.add_argument("chunk_id", metavar="CHUNK_ID", help="an id such as notes:3f2a… (exit 2 "
+                   "when malformed, 3 when its collection is unknown, 10 drifted, 11 "
+                   "unresolvable)")
 
     def run(args: argparse.Namespace) -> int:
         from .render import source_place
 
+        try:
+            name, _ = split_chunk_id(args.chunk_id)
+        except InvalidSpanError as exc:
+            raise UsageError(str(exc)) from None
+        if name not in list_collections(args.home):
+            raise CollectionNotFoundError(f"no collection named {name!r} in "
+                                          f"{resolve_home(args.home)}")
         verdict = fetch_chunk(args.chunk_id, args.home)
 
         def human() -> None:
@@ -143,7 +161,11 @@ def _fetch(p: argparse.ArgumentParser) -> Handler:
                 print("  " + terminal.line(" › ".join(verdict.headings)))
             if verdict.relocated:
                 print(f"  relocated to [{verdict.relocated[0]}, {verdict.relocated[1]})")
-            if verdict.current_text is not None:
+            if verdict.status is Status.DRIFTED and verdict.stored_text is not None \
+                    and verdict.current_text is not None:
+                print("indexed text (-) against the text now at those offsets (+):")
+                print(terminal.block(drift_diff(verdict.stored_text, verdict.current_text)))
+            elif verdict.current_text is not None:
                 print(terminal.block(verdict.current_text))
 
         emit(args, verdict.to_dict(), human)
@@ -152,6 +174,15 @@ def _fetch(p: argparse.ArgumentParser) -> Handler:
         )
 
     return run
+
+
+def drift_diff(stored: str, current: str) -> str:
+    """A unified diff of a chunk's indexed text against the text now at its offsets."""
+    import difflib
+
+    lines = difflib.unified_diff(stored.splitlines(), current.splitlines(), "indexed", "now",
+                                 lineterm="", n=2)
+    return "\n".join(lines) or "(the same text: only offsets or the file around it changed)"
 
 
 @command("status", "Show a collection's counts, settings, skipped and changed files.")
@@ -179,9 +210,18 @@ def _print_status(results: list[dict[str, Any]]) -> None:
         print(f"{s['collection']}: generation {s['generation']} ({s['indexed_at']}), "
               f"{s['documents']} documents, {s['chunks']} chunks")
         print(f"  roots: {', '.join(s['roots'])}")
-        print(f"  chunker: {s['chunker']}")
-        if s.get("analyzer"):
-            print(f"  analyzer: {s['analyzer']}")
+        c = s["chunker"]
+        print(f"  chunks: {c['target']} characters, overlap {c['overlap']}, boundaries "
+              f"{c.get('boundaries', 'structure')}")
+        print(f"  analyzer: {index_settings.describe_analyzer(s.get('analyzer'))}")
+        if s.get("bm25"):
+            print(f"  bm25: k1 {s['bm25']['k1']}, b {s['bm25']['b']}")
+        print("  embedding: " + (f"{s['embedding']['spec']} (dense and hybrid search)"
+                                 if s.get("embedding") else "none (BM25 only; add one with "
+                                 f"grk index -c {s['collection']} --embed PROVIDER:MODEL)"))
+        if s.get("gc"):
+            print(f"  gc: keep {s['gc']['keep']} generations, after each index run "
+                  + ("on" if s["gc"]["auto"] else "off"))
         if s.get("reclaimable"):
             r = s["reclaimable"]
             print(f"  reclaimable by grk gc: about {r['total_bytes'] / 1_048_576:.1f} MiB "
@@ -214,8 +254,9 @@ def _collections(p: argparse.ArgumentParser) -> Handler:
             if not rows:
                 print("no collections yet; create one with: grk index PATH --collection NAME")
             for r in rows:
+                dense = r["embedding"]["spec"] if r.get("embedding") else "bm25 only"
                 print(f"{r['collection']}\t{r['documents']} docs\t{r['chunks']} chunks\t"
-                      f"{', '.join(r['roots'])}")
+                      f"{dense}\t{', '.join(r['roots'])}")
 
         emit(args, rows, human)
         return 0
@@ -241,7 +282,8 @@ def _check(p: argparse.ArgumentParser) -> Handler:
 
 def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="QUERY")
-    p.add_argument("--collection", "-c", required=True, metavar="NAME")
+    p.add_argument("--collection", "-c", required=True, metavar="NAME", action="append",
+                   help="the collection; repeat it to search several as one ranking")
     p.add_argument("--top-k", type=int, default=10, metavar="N",
                    help=f"number of hits, 1..{MAX_TOP_K} (default 10)")
     mode_arguments(p)
@@ -259,38 +301,61 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     rerank_arguments(p)
 
 
+def _searched(args: argparse.Namespace, names: list[str], options: dict[str, Any]
+              ) -> tuple[list[tuple[str, Hit]], list[tuple[str, Decision]], Analyzer]:
+    """Each collection searched (or its gate asked), the hits as one ranking with the
+    collection of each, the gate decisions, and the first collection's analyzer."""
+    found: list[tuple[str, Hit]] = []
+    decisions: list[tuple[str, Decision]] = []
+    for name in names:
+        with Collection.open(name, args.home) as coll:
+            per = {**options, **rerank_options(args, coll)}
+            if args.abstain:
+                result = coll.search_or_abstain(args.query, alpha=args.alpha, **per)
+                found += [(name, h) for h in result.hits]
+                decisions.append((name, result.decision))
+            else:
+                found += [(name, h) for h in coll.search(args.query, **per)]
+            if name == names[0]:
+                analyzer = coll.snapshot.bm25().analyzer
+    if len(names) > 1:  # one ranking, copies folded across collections
+        found = merged(found, args.top_k, collapse=args.collapse)
+    return found, decisions, analyzer
+
+
 @command("search", "Search a collection (BM25 by default; modes are always explicit).")
 def _search(p: argparse.ArgumentParser) -> Handler:
     _search_arguments(p)
 
     def run(args: argparse.Namespace) -> int:
-        from .render import print_abstention, print_hits
+        from .render import abstention_line, print_hits
 
         if args.alpha is not None and not args.abstain:
             raise UsageError("--alpha applies with --abstain only")
+        if not args.query.strip():
+            raise UsageError("empty query: give the words to search for")
         options = {"top_k": args.top_k, "mode": args.mode, "score_threshold": args.score_threshold,
                    "explain": args.explain, "verify": args.verify, "collapse": args.collapse,
                    **mode_options(args)}
-        with Collection.open(args.collection, args.home) as coll:
-            options.update(rerank_options(args, coll))
-            if args.abstain:
-                result = coll.search_or_abstain(args.query, alpha=args.alpha, **options)
-                hits, decision = result.hits, result.decision
-            else:
-                hits, decision = coll.search(args.query, **options), None
-            analyzer = coll.snapshot.bm25().analyzer
+        names = list(dict.fromkeys(args.collection))
+        pairs, decisions, analyzer = _searched(args, names, options)
         terms = set(analyzer.analyze(args.query))
-        data: dict[str, Any] = {"query": args.query, "collection": args.collection,
-                                "mode": args.mode, "hits": [h.to_dict(args.collection)
-                                                            for h in hits]}
-        if decision is not None:
-            data.update(decision.to_dict())
+        data: dict[str, Any] = {"query": args.query, "mode": args.mode,
+                                "hits": [h.to_dict(name) for name, h in pairs]}
+        data.update({"collection": names[0]} if len(names) == 1 else {"collections": names})
+        if len(decisions) == 1:
+            data.update(decisions[0][1].to_dict())
+        elif decisions:
+            data["abstained"] = all(d.abstained for _, d in decisions)
+            data["decisions"] = [{"collection": n, **d.to_dict()} for n, d in decisions]
 
         def human() -> None:
-            if decision is not None and decision.abstained:
-                print_abstention(decision)
-            else:
-                print_hits(hits, terms, analyzer, explain=args.explain)
+            for name, decision in decisions:
+                if decision.abstained:
+                    print((f"{name}: " if len(names) > 1 else "")
+                          + abstention_line(decision))
+            if not decisions or not all(d.abstained for _, d in decisions):
+                print_hits([h for _, h in pairs], terms, analyzer, explain=args.explain)
 
         emit(args, data, human)
         return 0

@@ -1,11 +1,14 @@
-"""``grk gc``: remove old generations and the chunk rows nothing retained references."""
+"""Maintenance: ``grk gc`` (old generations and the chunk rows nothing retained references)
+and ``grk drop`` (a whole collection)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from ..collection import collect_garbage
-from ..errors import UsageError
+from ..collection import collect_garbage, collection_dir, list_collections, resolve_home
+from ..collection.home import drop_collection
+from ..errors import CollectionNotFoundError, UsageError
 from .registry import Handler, command, emit
 
 
@@ -41,6 +44,35 @@ def _gc(p: argparse.ArgumentParser) -> Handler:
                 print("  WAL checkpoint partial: readers are reading; run grk gc again later")
 
         emit(args, data, human)
+        return 0
+
+    return run
+
+
+@command("drop", "Delete a collection (its index and settings; never your documents).")
+def _drop(p: argparse.ArgumentParser) -> Handler:
+    p.add_argument("name", metavar="NAME", help="the collection to delete")
+    p.add_argument("--yes", "-y", action="store_true",
+                   help="do not ask for confirmation (needed when stdin is not a terminal)")
+
+    def run(args: argparse.Namespace) -> int:
+        directory = collection_dir(args.name, args.home)
+        if args.name not in list_collections(args.home):
+            raise CollectionNotFoundError(f"no collection named {args.name!r} in "
+                                          f"{resolve_home(args.home)}")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise UsageError(f"refusing to delete {args.name!r} without confirmation: "
+                                 "pass --yes")
+            print(f"delete collection {args.name!r} ({directory})? Your documents are not "
+                  "touched. [y/N] ", end="", file=sys.stderr, flush=True)
+            answer = sys.stdin.readline()
+            if answer.strip().lower() not in {"y", "yes"}:
+                print("kept", file=sys.stderr)
+                return 1
+        removed = drop_collection(args.name, args.home)
+        emit(args, {"collection": args.name, "removed": str(removed)},
+             lambda: print(f"deleted collection {args.name} ({removed})"))
         return 0
 
     return run

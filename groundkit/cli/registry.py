@@ -20,6 +20,27 @@ EXIT_NO_ANSWER = 12
 LLM reply was withheld."""
 EXIT_INTERRUPTED = 130
 
+EXIT_CODES: dict[int, str] = {
+    0: "success (fetch: verified)",
+    1: "an unexpected groundkit error",
+    2: "bad usage: invalid option, argument, name or query",
+    3: "not found: unknown collection or chunk",
+    4: "integrity: a store, index or checksum check failed, or an index does not match",
+    5: "a missing optional dependency (the message gives the install command)",
+    6: "an external provider (embedding server or model) is missing or failed",
+    7: "the collection is being indexed by another process, or already has a watcher",
+    8: "eval: a metric left its expected band",
+    9: "search --abstain, calibrate: no calibration, a stale one, or too few no-answer "
+       "questions",
+    10: "fetch: the citation drifted",
+    11: "fetch: the citation is unresolvable",
+    12: "ask: no answer to show",
+    13: "watch --on-missing-root exit: a watched folder was removed",
+    14: "index, gc: writing failed (full or failing disk); the previous generation is intact",
+    130: "interrupted",
+}
+"""Every exit status ``grk`` returns (``grk --help`` lists them; docs/cli.md explains them)."""
+
 Handler = Callable[[argparse.Namespace], int]
 Configure = Callable[[argparse.ArgumentParser], Handler]
 COMMANDS: dict[str, tuple[str, Configure]] = {}

@@ -76,6 +76,8 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
               f"[{c.start}, {c.end}) code points  score {hit.score:.4f}{verdict}")
         if c.headings:
             print("     " + terminal.line(" › ".join(c.headings)))
+        for r in hit.replaced:
+            print(terminal.line(f"     in place of: {r.place.path} [{r.status.value}: {r.reason}]"))
         if hit.also_in:
             print(terminal.line(f"     also in: {', '.join(d.path for d in hit.also_in)}"))
         if hit.superseded:
@@ -98,7 +100,11 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
         print(f"     {c.chunk_id}")
 
 
+def abstention_line(decision: Decision) -> str:
+    return (f"nothing in this collection answers that (p = {decision.p_value:.3g}, "
+            f"alpha = {decision.alpha:g}, {decision.mode} calibrated on {decision.n0} "
+            "unanswerable questions)")
+
+
 def print_abstention(decision: Decision) -> None:
-    print(f"nothing in this collection answers that (p = {decision.p_value:.3g}, "
-          f"alpha = {decision.alpha:g}, {decision.mode} calibrated on {decision.n0} "
-          "unanswerable questions)")
+    print(abstention_line(decision))

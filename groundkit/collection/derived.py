@@ -194,15 +194,11 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
             from ..embeddings.reuse import ReusingProvider
 
             provider = ReusingProvider(provider, _vectors_by_text(conn, previous, chunks))
-        embed_progress = None
-        if progress is not None:
-            def embed_progress(done: int, total: int, label: str) -> None:
-                progress(done, total, "embedding " + label)
         try:
             VectorStore.build(gen_dir / VECTORS, stamp(settings, generation),
                               provider.identity, [c.chunk_id for c in chunks],
                               [c.text for c in chunks], provider, previous=previous,
-                              progress=embed_progress,
+                              progress=progress,
                               ann=ann.choose(str(settings.get("ann", "auto")), len(chunks)))
         finally:
             provider.close()

@@ -9,10 +9,11 @@ collections are, never how they are searched (SPEC §5).
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from .. import store
-from ..errors import UsageError
+from ..errors import CollectionNotFoundError, UsageError
 from ..model import COLLECTION_NAME
 
 Home = str | os.PathLike[str] | None
@@ -50,3 +51,20 @@ def list_collections(home: Home = None) -> list[str]:
         p.name for p in base.iterdir()
         if COLLECTION_NAME.fullmatch(p.name) and (p / store.STORE_FILE).is_file()
     )
+
+
+def drop_collection(name: str, home: Home = None) -> Path:
+    """Delete collection ``name``: its store, every generation and its settings.
+
+    Refused (:class:`~groundkit.errors.CollectionBusyError`) while an indexer holds the
+    collection's lock; readers that have it open keep reading what they opened. Returns the
+    folder removed. The documents indexed are never touched.
+    """
+    from .indexer import exclusive  # here: the query path importing this module never needs it
+
+    directory = collection_dir(name, home)
+    if not (directory / store.STORE_FILE).is_file():
+        raise CollectionNotFoundError(f"no collection named {name!r} in {resolve_home(home)}")
+    with exclusive(directory):
+        shutil.rmtree(directory)
+    return directory

@@ -15,11 +15,12 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .. import faults, store
 from ..errors import CollectionBusyError, UsageError
@@ -31,6 +32,7 @@ from ..sources import (
     Skipped,
     count_by_kind,
     discover,
+    discover_paths,
 )
 from ..text.chunking import ChunkerConfig
 from . import gc, incremental, ingest, integrity
@@ -125,23 +127,41 @@ def exclusive(directory: Path) -> Iterator[None]:
             fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise CollectionBusyError(
-                f"collection at {directory} is being indexed by another process; "
-                "wait for it to finish"
+                f"collection at {directory} is being indexed by another process"
+                f"{_holder(fh)}; wait for it to finish"
             ) from None
+        fh.seek(0)
+        fh.truncate()  # who holds it, for the message another process gets
+        fh.write(f"{os.getpid()}\n{' '.join(sys.argv)[:300]}\n".encode("utf-8", "replace"))
+        fh.flush()
         yield
 
 
+def _holder(fh: BinaryIO) -> str:
+    """`` (pid N: command)`` as the lock's holder wrote it, or nothing when unreadable."""
+    fh.seek(0)
+    pid, _, command = fh.read(400).decode("utf-8", "replace").partition("\n")
+    return f" (pid {pid}: {command.strip()})" if pid.strip().isdigit() else ""
+
+
 def root_labels(roots: Sequence[str]) -> dict[str, str]:
-    """Prefix for each root's document ids: none for one root, its name for several."""
+    """Prefix for each root's document ids: none for one root; for several, a folder's name,
+    and none for a file (its id is its name) unless another file root has the same name:
+    then its folder's name."""
     if len(roots) == 1:
         return {roots[0]: ""}
+    files = [Path(r).name for r in roots if not Path(r).is_dir()]
     labels: dict[str, str] = {}
     for root in roots:
-        name = Path(root).name or "root"
-        label, n = name, 2
+        path = Path(root)
+        if not path.is_dir() and files.count(path.name) == 1:
+            labels[root] = ""
+            continue
+        name = (path.name if path.is_dir() else path.parent.name) or "root"
+        label, n = name + "/", 2
         while label in labels.values():
-            label, n = f"{name}-{n}", n + 1
-        labels[root] = label + "/"
+            label, n = f"{name}-{n}/", n + 1
+        labels[root] = label
     return labels
 
 
@@ -179,8 +199,8 @@ def index_collection(
     executor = executor if executor is not None else InProcess(workers)
     roots = tuple(str(Path(r).resolve()) for r in config.roots)
     for root in roots:
-        if not Path(root).is_dir():
-            raise UsageError(f"not a folder: {root}")
+        if not Path(root).is_dir() and not Path(root).is_file():
+            raise UsageError(f"not a folder or a file: {root}")
     with exclusive(directory):
         conn = store.connect(directory)
         try:
@@ -287,10 +307,12 @@ def _discover_all(
     labels = root_labels(roots)
     found: list[tuple[str, Candidate]] = []
     for root in roots:
-        for item in discover(
-            Path(root), include=config.include, exclude=config.exclude,
-            max_bytes=config.max_bytes, skip_dirs=skip_dirs,
-        ):
+        path = Path(root)
+        options: dict[str, Any] = {"include": config.include, "exclude": config.exclude,
+                                   "max_bytes": config.max_bytes, "skip_dirs": skip_dirs}
+        items = (discover(path, **options) if path.is_dir()
+                 else discover_paths(path.parent, [path.name], **options))  # a file root
+        for item in items:
             if isinstance(item, Skipped):
                 report.skipped.append(Skipped(labels[root] + item.path, item.reason))
             else:

@@ -321,6 +321,8 @@ def _embed_rows(
     progress: Progress | None,
 ) -> None:
     starts = range(0, len(rows), batch_size)
+    if progress is not None:  # says how many before the first batch is sent
+        progress(0, len(rows), "embedding")
     # A provider spreading batches over workers (collection.ray_executor) takes them all.
     spread = getattr(provider, "embed_batches", None)
     matrices = (spread((texts[s : s + batch_size] for s in starts), kind="document")

@@ -74,7 +74,13 @@ def test_collections_and_check_list_what_exists(
     [(["status", "nope"], 3, "no collection named 'nope'"),
      (["index", "/definitely/missing", "-c", "x"], 2, "not a folder"),
      (["index", ".", "-c", "bad name"], 2, "invalid collection name"),
-     (["index", ".", "-c", "x", "--chunk-size", "5"], 2, "chunk target")],
+     (["index", ".", "-c", "x", "--chunk-size", "5"], 2, "chunk target"),
+     (["index", "-c", "x"], 2, "collection 'x' is new: give the folders or files"),
+     (["fetch", "0123456789abcdef0123"], 2, "malformed chunk id"),
+     (["fetch", "nope:0123456789abcdef0123"], 3, "no collection named 'nope'"),
+     (["search", "", "-c", "x"], 2, "empty query"),
+     (["search", "  ", "-c", "x"], 2, "empty query"),
+     (["drop", "nope", "--yes"], 3, "no collection named 'nope'")],
 )
 def test_user_errors_are_one_line_with_a_documented_exit_code(
     home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], exit_code: int, message: str,
@@ -87,8 +93,9 @@ def test_user_errors_are_one_line_with_a_documented_exit_code(
 def test_the_console_script_runs_without_a_traceback(home: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "groundkit", "fetch", "x:y"],
                           capture_output=True, text=True)
-    assert proc.returncode == EXIT_UNRESOLVABLE and "malformed chunk id" in proc.stdout
-    assert proc.stderr == ""
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "grk fetch: error: malformed chunk id 'x:y': expected " \
+        "COLLECTION:<20 hex digits>\n"
 
 
 def test_version_names_the_compiled_bm25_parts_that_run(
