@@ -46,55 +46,80 @@ def unavailable(model: str) -> str | None:
     return None
 
 
+ROLES = ("judge", "answers", "rewrite")
+"""What a run measures: the judge (with the rerank and gate stages it feeds), checked
+answers, query rewrites (:mod:`.llm_answers`)."""
+
+
 def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: Log, *,
+            roles: Sequence[str] = ROLES,
             sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The stages' block for ``golden`` with the reader ``model`` (see :mod:`.llm_stage`;
     ``sizes``: :func:`~evals.llm_stage.sample`'s, for a smaller sample than the default)."""
     from evals.golden.suite import golden_suite
+    from evals.llm_answers import answers_block, rewrite_block
     from evals.stages import BASELINE, STAGES
+    from groundkit.collection import Collection
     from groundkit.embeddings.llamacpp import LlamaCppModel
-    from groundkit.retrieval.relevance import ReaderReranker
 
     started = time.process_time()
     reader = LlamaCppModel(model)
     hashing = time.process_time() - started
     reader.load()
-    loading = time.process_time() - started - hashing
     suite = golden_suite(golden, cache / "golden")
     try:
         run = suite.open(STAGES[BASELINE], log)
-        qrels = run.qrels or {}
         chosen = st.sample(suite.questions, **(sizes or {}))
-        questions = [*chosen.answerable, *chosen.no_answer, *chosen.calibration]
-        log(f"llm: {len(questions)} sampled questions ({chosen.sizes()})")
-        ranked = [_ranked(run, q) for q in questions]
-        extra, near = _extra_passages(suite, chosen, ranked, run.snapshot.chunks(), qrels)
-        judgements = st.Judgements(reader)
-
-        def part(q: Any) -> str:
-            return str(q.split)
-
-        judging = time.process_time()
-        rows = st.judged_rows(ranked, extra, judgements, qrels, part, near)
-        log(f"llm: {len(judgements.cpu)} judgements, {sum(judgements.cpu):.0f} CPU-s")
-        identity = ReaderReranker(reader).identity
-        answerable = [r for r in ranked if r.question.gold and r.question.split == "test"]
-        block = {
-            "measured": True, "model": reader.identity, "reranker_identity": identity.to_dict(),
-            "golden": str(golden), "sample": {**chosen.sizes(), "seed": st.SEED,
-                                               "depth": st.DEPTH, "gate_depth": st.GATE_DEPTH,
-                                               "pairs": len(rows)},
-            "cost": {**judgements.cost(), "model_sha256_cpu_s": hashing,
-                     "model_load_cpu_s": loading, "cpu_s_all": time.process_time() - judging},
-            "judge": st.judge_block(rows),
-            "rerank": st.rerank_block(answerable, judgements, identity, qrels, settings),
-            "gate": st.gate_block(st.gate_items(ranked, judgements, qrels, part)),
-            "pairs": rows,
-        }
+        block: dict[str, Any] = {
+            "measured": True, "model": reader.identity, "golden": str(golden),
+            "roles": list(roles), "sample": {**chosen.sizes(), "seed": st.SEED},
+            "load": {"model_sha256_cpu_s": hashing,
+                     "model_load_cpu_s": time.process_time() - started - hashing}}
+        if "judge" in roles:
+            block.update(_judge_stages(suite, run, chosen, reader, settings, log))
+        if "answers" in roles:
+            with Collection.open(run.snapshot.name, cache / "golden") as coll:
+                block["answers"] = answers_block(coll, chosen, reader)
+            log(f"llm: answers {block['answers']['cost']}")
+        if "rewrite" in roles:
+            block["rewrite"] = rewrite_block(run, suite.questions, run.qrels or {}, reader,
+                                             settings)
+            log(f"llm: rewrites {block['rewrite']['cost']}")
     finally:
         suite.close()
         reader.close()
     return block
+
+
+def _judge_stages(suite: Any, run: Any, chosen: st.Sample, reader: Any,
+                  settings: rpt.Settings, log: Log) -> dict[str, Any]:
+    """The judge against the labels, the rerank and the gate, from one set of judgements."""
+    from groundkit.retrieval.relevance import ReaderReranker
+
+    qrels = run.qrels or {}
+    questions = [*chosen.answerable, *chosen.no_answer, *chosen.calibration]
+    log(f"llm: {len(questions)} sampled questions ({chosen.sizes()})")
+    ranked = [_ranked(run, q) for q in questions]
+    extra, near = _extra_passages(suite, chosen, ranked, run.snapshot.chunks(), qrels)
+    judgements = st.Judgements(reader)
+
+    def part(q: Any) -> str:
+        return str(q.split)
+
+    judging = time.process_time()
+    rows = st.judged_rows(ranked, extra, judgements, qrels, part, near)
+    log(f"llm: {len(judgements.cpu)} judgements, {sum(judgements.cpu):.0f} CPU-s")
+    identity = ReaderReranker(reader).identity
+    answerable = [r for r in ranked if r.question.gold and r.question.split == "test"]
+    return {
+        "reranker_identity": identity.to_dict(),
+        "judge_sample": {"depth": st.DEPTH, "gate_depth": st.GATE_DEPTH, "pairs": len(rows)},
+        "cost": {**judgements.cost(), "cpu_s_all": time.process_time() - judging},
+        "judge": st.judge_block(rows),
+        "rerank": st.rerank_block(answerable, judgements, identity, qrels, settings),
+        "gate": st.gate_block(st.gate_items(ranked, judgements, qrels, part)),
+        "pairs": rows,
+    }
 
 
 def _ranked(run: Any, q: rpt.Question) -> st.Ranked:
@@ -150,7 +175,7 @@ def cmd_llm(args: argparse.Namespace) -> int:
 
     reason = unavailable(args.model)
     block = not_measured(reason, args.model) if reason else measure(
-        Path(args.golden), Path(args.cache), args.model, settings, log)
+        Path(args.golden), Path(args.cache), args.model, settings, log, roles=args.roles)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(canonical(block), indent=1, sort_keys=True, ensure_ascii=False)
                    + "\n", encoding="utf-8")
@@ -174,6 +199,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--html", help="also write an HTML page here")
     p.add_argument("--cache", default=str(cli.DEFAULT_CACHE), help="where the golden "
                    "collection is kept between runs")
+    p.add_argument("--roles", nargs="+", choices=ROLES, default=list(ROLES),
+                   help="what to measure (default all): judge (with the rerank and gate "
+                   "stages it feeds), answers, rewrite")
     p.add_argument("--seed", type=int, default=0, help="the statistics' seed")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     p.add_argument("--permutations", type=int, default=10_000, help="randomisation draws")
@@ -190,43 +218,63 @@ def _num(value: Any) -> str:
 def render(block: Mapping[str, Any]) -> str:
     """A self-contained HTML page of the block (no script, no external resource)."""
     parts = ["<!doctype html><meta charset='utf-8'><title>groundkit: the local reader</title>",
-             "<h1>The local reader: judge, reranker, gate signal</h1>"]
+             "<h1>The local reader: judge, reranker, gate signal, answers</h1>"]
     if not block.get("measured"):
         parts.append(f"<p><strong>{html.escape(str(block.get('reason')))}</strong></p>")
         return "\n".join(parts) + "\n"
     model = block["model"]
     parts.append("<p>Model " + html.escape(f"{model['model']} (sha256 {model['sha256']}), "
-                 f"{model['runtime']}, options {model['options']}") + "</p>")
-    cost = block["cost"]
-    parts.append(f"<p>Sample {html.escape(json.dumps(block['sample']))}; "
-                 f"{cost['calls']} model calls, {_num(cost['cpu_s_per_call'])} CPU-s per call "
-                 f"({_num(cost['wall_s_per_call'])} s wall), {_num(cost['cpu_s_total'])} "
-                 "CPU-s in all.</p>")
-    judge = block["judge"]
+                 f"{model['runtime']}, options {model['options']}; sample "
+                 f"{json.dumps(block['sample'])}") + "</p>")
+    if "judge" in block:
+        parts += _judge_tables(block)
+    if "answers" in block:
+        a = block["answers"]
+        parts.append(_table(f"Checked answers ({a['answerable']} answerable, {a['no_answer']} "
+                            f"no-answer questions; {_num(a['cost']['cpu_s_per_call'])} CPU-s "
+                            "per answer)", ["answer success", "citation precision",
+                                            "unsupported sentences", "withheld",
+                                            "no-answer answered"],
+                            [[a["answer_success"], a["citation_precision"],
+                              a["unsupported_sentence_rate"], a["withheld"],
+                              a["no_answer_answered"]]]))
+    if "rewrite" in block:
+        r, m = block["rewrite"], block["rewrite"]["nDCG@10"]
+        parts.append(_table(f"Query rewrite on {r['questions']} paraphrase questions (BM25 "
+                            "nDCG@10)", ["question", "rewrite", "Δ", "95% interval", "p"],
+                            [[m["question"], m["rewrite"], m["delta"],
+                              f"[{_num(m['ci'][0])}, {_num(m['ci'][1])}]", m["p_value"]]]))
+    return "\n".join(parts) + "\n"
+
+
+def _judge_tables(block: Mapping[str, Any]) -> list[str]:
+    cost, judge = block["cost"], block["judge"]
     rows = [("all pairs", judge["all"]), ("test part", judge["test"]),
             *((f"trait: {t}", v) for t, v in judge["by_trait"].items()),
             ("no-answer questions", judge["no_answer_questions"])]
-    parts.append(_table("Judge against the quote-anchored labels (P(yes) ≥ 0.5)",
-                        ["", "pairs", "relevant", "agreement", "κ", "AUROC"],
-                        [[name, v["n"], v["relevant"], v["agreement"], v["kappa"], v["auroc"]]
-                         for name, v in rows]))
+    out = [f"<p>{cost['calls']} judgements, {_num(cost['cpu_s_per_call'])} CPU-s per call "
+           f"({_num(cost['wall_s_per_call'])} s wall).</p>",
+           _table("Judge against the quote-anchored labels (P(yes) ≥ 0.5)",
+                  ["", "pairs", "relevant", "agreement", "κ", "AUROC"],
+                  [[name, v["n"], v["relevant"], v["agreement"], v["kappa"], v["auroc"]]
+                   for name, v in rows])]
     rr = block["rerank"]
-    parts.append(_table(f"Rerank: BM25's top {rr['depth']} reordered by the judge "
-                        f"({rr['questions']} questions)",
-                        ["measure", "BM25", "reranked", "Δ", "95% interval", "p"],
-                        [[m, v["bm25"], v["reranked"], v["delta"],
-                          f"[{_num(v['ci'][0])}, {_num(v['ci'][1])}]", v["p_value"]]
-                         for m, v in rr["measures"].items()]))
+    out.append(_table(f"Rerank: BM25's top {rr['depth']} reordered by the judge "
+                      f"({rr['questions']} questions)",
+                      ["measure", "BM25", "reranked", "Δ", "95% interval", "p"],
+                      [[m, v["bm25"], v["reranked"], v["delta"],
+                        f"[{_num(v['ci'][0])}, {_num(v['ci'][1])}]", v["p_value"]]
+                       for m, v in rr["measures"].items()]))
     gate_rows = []
     for name, s in block["gate"]["scorers"].items():
         at = next(a for a in s["at_alpha"] if a["alpha"] == 0.1)
         gate_rows.append([name, s["auroc"], s["auroc_near_miss"], at["coverage_answerable"],
                           at["false_answer_rate"], at["crag_score"], s["aurc"]])
-    parts.append(_table("Gate (conformal, α = 0.1, calibrated on the sample's calibration "
-                        "no-answer questions)",
-                        ["signal", "AUROC", "AUROC near miss", "coverage (answerable)",
-                         "false answers", "CRAG score", "AURC"], gate_rows))
-    return "\n".join(parts) + "\n"
+    out.append(_table("Gate (conformal, α = 0.1, calibrated on the sample's calibration "
+                      "no-answer questions)", ["signal", "AUROC", "AUROC near miss",
+                                               "coverage (answerable)", "false answers",
+                                               "CRAG score", "AURC"], gate_rows))
+    return out
 
 
 def _table(caption: str, head: list[str], rows: list[list[Any]]) -> str:

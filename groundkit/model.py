@@ -257,6 +257,19 @@ class Duplicate:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Replaced:
+    """A place of a hit's passage that was re-read and did not verify, so an identical
+    copy that does is shown (and cited) in its place."""
+
+    place: Duplicate
+    status: Status
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.place.to_dict(), "status": self.status.value, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Hit:
     """A retrieved chunk with its score, 1-based rank and explanation."""
 
@@ -275,6 +288,10 @@ class Hit:
     """The evidence that the hit's document says it no longer holds (archived, superseded,
     deprecated, replaced: :mod:`groundkit.text.standing`), recorded when it was indexed;
     ``None`` for a current document."""
+    replaced: tuple[Replaced, ...] = ()
+    """With verify, where the passage ranked and did not verify (and any copies that did
+    not either), best-ranked first: the hit shown is an identical copy that does. Empty
+    for a hit shown where it ranked."""
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -285,7 +302,8 @@ class Hit:
 
         ``path`` is the document id; offsets are code points (``offset_unit``),
         with UTF-16 and byte offsets beside them; ``verdict`` is present when the
-        span was re-read (:meth:`Verdict.brief`).
+        span was re-read (:meth:`Verdict.brief`); ``replaced`` lists the places that
+        did not verify when a verified copy is shown in their place.
         """
         c = self.chunk
         return {
@@ -302,6 +320,7 @@ class Hit:
             "stale": self.stale,
             "also_in": [d.to_dict() for d in self.also_in],
             "superseded": self.superseded,
+            "replaced": [r.to_dict() for r in self.replaced],
         }
 
 

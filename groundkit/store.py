@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IntegrityError
-from .model import Chunk, Locator
+from .model import Chunk, Duplicate, Locator
 
 SCHEMA_VERSION = 3
 STORE_FILE = "store.sqlite3"
@@ -205,6 +205,20 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Sto
         [int(r) for r in rowids],
     ).fetchall()
     by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[17], r[18]) for r in rows}
+    return [by_id[int(r)] for r in rowids]
+
+
+def places_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]
+                    ) -> list[tuple[Duplicate, str]]:
+    """Where each chunk of ``rowids`` lies, and its text, in the order given: what
+    duplicate collapse reads of a candidate list, without building whole chunks."""
+    if not rowids:
+        return []
+    marks = ",".join("?" * len(rowids))
+    rows = conn.execute(
+        f'SELECT rowid, doc_id, chunk_id, start, "end", text FROM chunks '
+        f"WHERE rowid IN ({marks})", [int(r) for r in rowids]).fetchall()
+    by_id = {r[0]: (Duplicate(r[1], r[2], r[3], r[4]), r[5]) for r in rows}
     return [by_id[int(r)] for r in rowids]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidSpanError
-from ..model import OFFSET_UNIT, Chunk, Hit, Locator, Status, utf16_len
+from ..model import OFFSET_UNIT, Chunk, Hit, Locator, Replaced, Status, utf16_len
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +42,9 @@ class Citation:
     """Where the quote came from in an extracted format (its PDF pages and page offsets)."""
     superseded: str | None = None
     """Why its document says it no longer holds (:mod:`.standing`); ``None``: current."""
+    replaced: tuple[Replaced, ...] = ()
+    """The places of the passage that did not verify, when its verified copy is cited in
+    their place (:attr:`groundkit.model.Hit.replaced`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "chunk_id": self.chunk_id, "path": self.path,
@@ -52,7 +55,8 @@ class Citation:
                 "verdict": self.verdict, "passage": self.passage,
                 "headings": list(self.headings),
                 "source": self.locator.to_dict() if self.locator else None,
-                "superseded": self.superseded}
+                "superseded": self.superseded,
+                "replaced": [r.to_dict() for r in self.replaced]}
 
     def page_location(self, document_index: int) -> dict[str, Any] | None:
         """The citation as an Anthropic Citations ``page_location`` (PDF pages, the end page
@@ -113,7 +117,7 @@ class Passage:
             end_line=first + quoted.rstrip("\n").count("\n"), text=quoted,
             verdict=self.verdict.value, passage=self.number, headings=c.headings,
             locator=c.locator.narrow(c.start + start, c.start + end) if c.locator else None,
-            superseded=self.superseded)
+            superseded=self.superseded, replaced=self.hit.replaced)
 
     def search_result(self) -> dict[str, Any]:
         """The passage as an Anthropic ``search_result`` content block."""

@@ -83,7 +83,9 @@ def _where(c: dict[str, Any]) -> str:
              else f"lines {c['start_line']}-{c['end_line']}")
     return (f"{c['collection']}:{c['path']} {lines}, chars {c['start']}-{c['end']} "
             f"({c['verdict']})" + (f" — superseded ({c['superseded']})"
-                                   if c.get("superseded") else ""))
+                                   if c.get("superseded") else "")
+            + "".join(f" — in place of {r['path']} ({r['status']}: {r['reason']})"
+                      for r in c.get("replaced", [])))
 
 
 def print_answer(data: dict[str, Any]) -> None:

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..model import Duplicate, Hit
+from ..model import Duplicate, Hit, Replaced, Status, Verdict
 from ..retrieval import collapse as collapse_ranking
 from ..retrieval import gate, modes
 from ..retrieval.base import Retriever, Scored
-from ..retrieval.collapse import passage_key
+from ..retrieval.collapse import CANDIDATES, passage_keys
 from ..retrieval.lexical import BM25Retriever
 from ..retrieval.modes import DEFAULT_MODE
 from ..retrieval.rerank import DEPTH as RERANK_DEPTH
@@ -56,43 +56,40 @@ def search(
     With ``collapse`` (the default) a passage found again at another place (the same
     text, whitespace and case aside: one README installed in six folders) is folded
     into its best-ranked hit's ``also_in``, and the list is filled up to ``top_k``
-    distinct passages from deeper in the ranking.
+    distinct passages from deeper in the ranking; copies are looked for among the first
+    :data:`~groundkit.retrieval.collapse.CANDIDATES` hits whatever ``top_k`` is. With
+    ``verify`` too, a hit that does not verify is shown as its first copy that does,
+    its own place (and copies checked before) in ``replaced`` (:func:`_in_place`).
     """
     retriever = _retriever(snap, query, top_k, mode, options)
     if rerank is not None:
         retriever = Reranked(retriever, snap, rerank, depth=rerank_depth, method=rerank_method)
 
-    def ranked(depth: int) -> list[tuple[Scored, StoredChunk]]:
+    if not collapse:
+        scored = retriever.search(query, top_k, score_threshold=score_threshold,
+                                  explain=explain)
+        return _hits(snap, scored, snap.stored_chunks([s.position for s in scored]), verify)
+
+    def candidates(depth: int) -> list[tuple[Scored, tuple[Duplicate, str]]]:
         scored = retriever.search(query, depth, score_threshold=score_threshold,
                                   explain=explain)
-        return list(zip(scored, snap.stored_chunks([s.position for s in scored]), strict=True))
+        return list(zip(scored, snap.places([s.position for s in scored]), strict=True))
 
-    if not collapse:
-        scored, stored = _unzipped(ranked(top_k))
-        return _hits(snap, scored, stored, verify)
     found, kept, also = collapse_ranking.deepened(
-        ranked, lambda pairs: [passage_key(item.chunk.text) for _, item in pairs], top_k,
-        limit=MAX_TOP_K)
-    scored, stored = _unzipped(found)
-    return _hits(snap, [scored[i] for i in kept], [stored[i] for i in kept], verify,
-                 [_duplicates(stored, also[i]) for i in kept])
+        candidates, lambda pairs: passage_keys([text for _, (_, text) in pairs]), top_k,
+        limit=MAX_TOP_K, candidates=CANDIDATES)
+    scored = [found[i][0] for i in kept]
+    copies = [[Copy(found[j][0].position, found[j][1][0]) for j in also[i]] for i in kept]
+    return _hits(snap, scored, snap.stored_chunks([s.position for s in scored]), verify,
+                 copies)
 
 
-def collapsed(stored: Sequence[StoredChunk]) -> tuple[list[int], dict[int, tuple[Duplicate, ...]]]:
-    """Positions of the first hit of each distinct passage, and where each one recurs
-    (:func:`groundkit.retrieval.collapse.distinct` over the chunks' texts)."""
-    kept, also = collapse_ranking.distinct([passage_key(item.chunk.text) for item in stored])
-    return kept, {i: _duplicates(stored, later) for i, later in also.items()}
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """Another place of a hit's passage: its canonical position and where it lies."""
 
-
-def _duplicates(stored: Sequence[StoredChunk], later: Sequence[int]) -> tuple[Duplicate, ...]:
-    return tuple(Duplicate(c.doc_id, c.chunk_id, c.start, c.end)
-                 for c in (stored[i].chunk for i in later))
-
-
-def _unzipped(pairs: Sequence[tuple[Scored, StoredChunk]]
-              ) -> tuple[list[Scored], list[StoredChunk]]:
-    return [s for s, _ in pairs], [item for _, item in pairs]
+    position: int
+    place: Duplicate
 
 
 class Reranked:
@@ -125,17 +122,51 @@ def _retriever(snap: Snapshot, query: str, top_k: int, mode: str,
 
 
 def _hits(snap: Snapshot, scored: Sequence[Scored], stored: Sequence[StoredChunk],
-          verify: bool, also: Sequence[tuple[Duplicate, ...]] | None = None) -> list[Hit]:
-    changed = freshness.stale(snap, (item.chunk.doc_id for item in stored))
+          verify: bool, copies: Sequence[Sequence[Copy]] | None = None) -> list[Hit]:
     verdicts = snap.verify_all(stored) if verify else [None] * len(stored)
-    duplicates = also if also is not None else [()] * len(stored)
+    shown = [_in_place(snap, item, verdict, places) for item, verdict, places in zip(
+        stored, verdicts, copies if copies is not None else [()] * len(stored), strict=True)]
+    changed = freshness.stale(snap, (s.stored.chunk.doc_id for s in shown))
     return [
-        Hit(chunk=item.chunk, score=s.score, rank=rank, explanation=s.explanation,
-            verdict=verdict, stale=changed[item.chunk.doc_id], also_in=dups,
-            superseded=snap.superseded(item.chunk.doc_id))
-        for rank, (s, item, verdict, dups) in enumerate(
-            zip(scored, stored, verdicts, duplicates, strict=True), start=1)
+        Hit(chunk=s.stored.chunk, score=sc.score, rank=rank, explanation=sc.explanation,
+            verdict=s.verdict, stale=changed[s.stored.chunk.doc_id], also_in=s.also_in,
+            superseded=snap.superseded(s.stored.chunk.doc_id), replaced=s.replaced)
+        for rank, (sc, s) in enumerate(zip(scored, shown, strict=True), start=1)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a hit shows: its own chunk, or the verified copy standing in for it."""
+
+    stored: StoredChunk
+    verdict: Verdict | None
+    also_in: tuple[Duplicate, ...]
+    replaced: tuple[Replaced, ...] = ()
+
+
+def _in_place(snap: Snapshot, item: StoredChunk, verdict: Verdict | None,
+              copies: Sequence[Copy]) -> Shown:
+    """``item`` as found, or, when it was re-read and did not verify, the first of its
+    ``copies`` (best-ranked first) that does, with the places checked before it.
+
+    An identical passage is the same evidence: a README deleted from one folder still
+    says what it said in the five others. When no copy verifies either, the hit stays
+    where it ranked with its own verdict.
+    """
+    places = tuple(c.place for c in copies)
+    if verdict is None or verdict.status is Status.VERIFIED:
+        return Shown(item, verdict, places)
+    c = item.chunk
+    checked = [Replaced(place=Duplicate(c.doc_id, c.chunk_id, c.start, c.end),
+                        status=verdict.status, reason=verdict.reason)]
+    for n, copy in enumerate(copies):
+        (stored,) = snap.stored_chunks([copy.position])
+        (judged,) = snap.verify_all([stored])
+        if judged.status is Status.VERIFIED:
+            return Shown(stored, judged, places[n + 1:], tuple(checked))
+        checked.append(Replaced(place=copy.place, status=judged.status, reason=judged.reason))
+    return Shown(item, verdict, places)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +197,8 @@ def search_or_abstain(snap: Snapshot, query: str, *, mode: str = DEFAULT_MODE,
 
     In ``bm25`` mode the gate's evidence already holds the search's ranking (the top
     :data:`~groundkit.retrieval.signals.TOP`, exactly ``BM25Index.search``'s), so an
-    answer up to that depth shows it rather than searching again: the same hits as
-    :func:`search`.
+    uncollapsed answer up to that depth shows it rather than searching again: the same
+    hits as :func:`search` (a collapsed one searches again, its copies lying deeper).
     """
     mode_options = {k: v for k, v in options.items() if k in modes.mode(mode).defaults()}
     decision, evidence = _decide(snap, query, mode, alpha, mode_options)
@@ -181,9 +212,11 @@ def search_or_abstain(snap: Snapshot, query: str, *, mode: str = DEFAULT_MODE,
 def _bm25_ranking(snap: Snapshot, query: str, mode: str, evidence: Evidence,
                   options: dict[str, Any]) -> list[Hit] | None:
     """:func:`search`'s hits from the evidence's BM25 ranking, or ``None`` when it cannot
-    stand for the search (another mode, or deeper than the evidence looked)."""
+    stand for the search (another mode, deeper than the evidence looked, or collapsed:
+    copies are looked for deeper than that)."""
     top_k = options.get("top_k", 10)
     if (mode != "bm25" or evidence.lexical is None or options.get("rerank") is not None
+            or options.get("collapse", True)
             or not (isinstance(top_k, int) and top_k <= TOP)):
         return None
     rest = {k: v for k, v in options.items()
@@ -193,14 +226,6 @@ def _bm25_ranking(snap: Snapshot, query: str, mode: str, evidence: Evidence,
         return None
     threshold = options.get("score_threshold")
     ranked = [h for h in evidence.lexical.top if threshold is None or h[1] >= threshold]
-    scored = retriever.scored(query, ranked, explain=bool(options.get("explain")))
-    stored = snap.stored_chunks([s.position for s in scored])
-    verify = bool(options.get("verify", False))
-    if not options.get("collapse", True):
-        return _hits(snap, scored[:top_k], stored[:top_k], verify)
-    kept, also = collapsed(stored)
-    if len(kept) < top_k and len(evidence.lexical.top) >= TOP:
-        return None  # fewer distinct passages than asked for: the search looks deeper
-    kept = kept[:top_k]
-    return _hits(snap, [scored[i] for i in kept], [stored[i] for i in kept], verify,
-                 [also[i] for i in kept])
+    scored = retriever.scored(query, ranked, explain=bool(options.get("explain")))[:top_k]
+    return _hits(snap, scored, snap.stored_chunks([s.position for s in scored]),
+                 bool(options.get("verify", False)))

@@ -32,7 +32,7 @@ from ..errors import (
     GroundkitError,
     IndexMismatchError,
 )
-from ..model import Chunk, Verdict
+from ..model import Chunk, Duplicate, Verdict
 from ..sources import DEFAULT_MAX_BYTES
 from ..text.standing import superseded
 from ..verify import verify, verify_all
@@ -192,6 +192,12 @@ class Snapshot:
         """The chunks at canonical positions ``positions``, in that order."""
         rowids = self.rowids()
         return store.chunks_by_rowid(self.conn, [int(rowids[p]) for p in positions])
+
+    def places(self, positions: Sequence[int]) -> list[tuple[Duplicate, str]]:
+        """Where the chunks at ``positions`` lie, and their texts, in that order
+        (:func:`..store.places_by_rowid`: cheaper than :meth:`stored_chunks`)."""
+        rowids = self.rowids()
+        return store.places_by_rowid(self.conn, [int(rowids[p]) for p in positions])
 
     def verify(self, stored: store.StoredChunk) -> Verdict:
         """Re-read a stored chunk's span now, with this collection's size limit."""

@@ -56,7 +56,9 @@ Mode = Annotated[ModeName, Field(  # type: ignore[valid-type]
     + "; ".join(f"{m.name}: {m.description}" for m in MODES.values())
     + ". A mode the collection cannot serve is an error, never silently replaced by another.")]
 Verify = Annotated[bool, Field(description="Re-read every hit's span from its file now and "
-                                           "attach a verdict.")]
+                                           "attach a verdict; a hit that does not verify is "
+                                           "shown as an identical copy (from also_in) that "
+                                           "does, naming the place it replaces in replaced.")]
 Collapse = Annotated[bool, Field(description="Fold a passage found again at other places "
                                  "(the same text, whitespace and case aside) into its best "
                                  "hit's also_in; false lists every copy.")]
@@ -125,6 +127,12 @@ class DuplicateOut(_Out):
     end: int
 
 
+class ReplacedOut(DuplicateOut):
+    status: Literal["drifted", "unresolvable"] = Field(description="Its verdict when it "
+                                                       "was re-read.")
+    reason: str
+
+
 class SearchHit(_Out):
     rank: int
     score: float
@@ -158,6 +166,12 @@ class SearchHit(_Out):
     verdict: HitVerdict | None = Field(description="Present when verify was requested.")
     also_in: list[DuplicateOut] = Field(default_factory=list, description="Other places the "
                                         "same passage occurs, folded into this hit.")
+    replaced: list[ReplacedOut] = Field(default_factory=list, description="With verify: "
+                                        "where the passage ranked and did not verify (file "
+                                        "deleted or changed), with any copies that did not "
+                                        "either, best first; the hit shown is an identical copy "
+                                        "that does verify, standing in their place. Empty for "
+                                        "a hit shown where it ranked.")
     superseded: str | None = Field(default=None, description="Present when the document says "
                                    "it no longer holds (archived, superseded, deprecated, "
                                    "replaced): the evidence, e.g. 'in a folder named archive/'. "

@@ -7,10 +7,17 @@ ranking holds ``top_k`` distinct passages (or ends); :class:`CollapsedRetriever`
 is any retriever with its copies folded away, for a harness that ranks positions.
 Collection search (:func:`groundkit.collection.search.search`) folds its hits with
 the same functions, so both rank the same passages in the same order.
+
+Collection search looks for copies among the first :data:`CANDIDATES` of the ranking
+whatever ``top_k`` is, so where a passage recurs (``also_in``, and the verified copy
+a search with ``verify`` shows in place of one whose file is gone) does not depend on
+how many hits were asked for. :func:`passage_keys` keys such a candidate list at a
+fraction of :func:`passage_key`'s cost.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -18,10 +25,39 @@ from .base import Retriever, Scored
 
 T = TypeVar("T")
 
+CANDIDATES = 100
+"""How deep collection search looks for copies of its hits, whatever ``top_k`` is (deeper
+only when the first ``CANDIDATES`` hold fewer than ``top_k`` distinct passages)."""
+HEAD_WORDS = 8
+"""Words of a passage compared first by :func:`passage_keys`."""
+_HEAD_CHARS = 160
+
 
 def passage_key(text: str) -> str:
     """What two passages must share to count as the same: their words, case aside."""
     return " ".join(text.split()).casefold()
+
+
+def passage_keys(texts: Sequence[str]) -> list[str]:
+    """Keys equal exactly where the texts' :func:`passage_key` are, cheaply.
+
+    A passage's first :data:`HEAD_WORDS` words (case aside) are compared first, from
+    its first characters when they hold that many whole words; only passages whose
+    first words another one shares get their whole key. A passage that shares its first
+    words with none keys as those words, which no whole key of another passage equals
+    (that passage would share them).
+    """
+    heads = [_head(t) for t in texts]
+    seen = Counter(heads)
+    return [passage_key(t) if seen[h] > 1 else h for t, h in zip(texts, heads, strict=True)]
+
+
+def _head(text: str) -> str:
+    """The first :data:`HEAD_WORDS` words of ``text``, joined by one space, case aside."""
+    words = text[:_HEAD_CHARS].split()
+    if len(words) <= HEAD_WORDS:  # the last may be cut short: split the whole text
+        words = text.split()
+    return " ".join(words[:HEAD_WORDS]).casefold()
 
 
 def distinct(keys: Sequence[str]) -> tuple[list[int], dict[int, list[int]]]:
@@ -39,12 +75,17 @@ def distinct(keys: Sequence[str]) -> tuple[list[int], dict[int, list[int]]]:
 
 
 def deepened(search: Callable[[int], Sequence[T]], keys: Callable[[Sequence[T]], Sequence[str]],
-             top_k: int, *, limit: int) -> tuple[Sequence[T], list[int], dict[int, list[int]]]:
-    """``search(depth)`` from ``top_k`` deep, twice as deep each time, until its ranking
-    holds ``top_k`` distinct passages, ends (fewer results than asked for) or reaches
-    ``limit``: the last ranking, and :func:`distinct` of its ``keys`` (``kept`` cut to
-    ``top_k``)."""
-    depth = top_k
+             top_k: int, *, limit: int, candidates: int = 0
+             ) -> tuple[Sequence[T], list[int], dict[int, list[int]]]:
+    """``search(depth)`` from ``top_k`` deep (at least ``candidates``, at most ``limit``),
+    twice as deep each time, until its ranking holds ``top_k`` distinct passages, ends
+    (fewer results than asked for) or reaches ``limit``: the last ranking, and
+    :func:`distinct` of its ``keys`` (``kept`` cut to ``top_k``).
+
+    A ranking whose first hits do not change as it deepens keeps the same passages
+    whatever the first depth; ``candidates`` only widens where their copies are
+    looked for."""
+    depth = min(limit, max(top_k, candidates))
     while True:
         ranked = search(depth)
         kept, also = distinct(keys(ranked))

@@ -73,7 +73,8 @@ def test_calibrate_reports_what_it_measured_on_its_own_questions(
 
 
 @pytest.mark.parametrize("options", [{}, {"top_k": 3}, {"top_k": 20}, {"explain": True},
-                                     {"score_threshold": 1.0}, {"verify": True}])
+                                     {"score_threshold": 1.0}, {"verify": True},
+                                     {"collapse": False}, {"collapse": False, "verify": True}])
 def test_an_answering_gate_shows_exactly_the_searchs_hits(
         calibrated: Path, home: Path, options: dict[str, object]) -> None:
     query = "how long are deployment logs kept for audit"

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import TreeMaker
 
 from groundkit.collection import Collection, IndexConfig, index
-from groundkit.collection.search import passage_key
+from groundkit.retrieval.collapse import passage_key
 
 README = "# Lamp\n\nThe lamp keeper trims the wick every evening at dusk.\n"
 

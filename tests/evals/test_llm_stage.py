@@ -120,3 +120,60 @@ def test_without_the_model_the_report_says_not_measured(tmp_path: Path) -> None:
     assert code == 0 and data["measured"] is False
     assert data["reason"].startswith("not measured: ")
     assert "not measured" in page.read_text() and "<table" not in page.read_text()
+
+
+class Chat:
+    """Quotes the retention sentence when it is among the passages, else NOT_IN_PASSAGES."""
+
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        if "kept for 30 days" in messages[-1]["content"]:
+            return 'Logs are "kept for 30 days" [1]. They are also archived forever.'
+        return "NOT_IN_PASSAGES"
+
+
+def test_answers_are_checked_and_scored_against_the_gold_spans(
+        tmp_path: Path, home: Path) -> None:
+    from evals.llm_answers import answers_block
+    from groundkit.collection import Collection, IndexConfig, index
+
+    text = "# Logs\n\nDeployment logs are kept for 30 days.\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "logs.md").write_text(text)
+    index("k", IndexConfig(roots=(str(tmp_path / "docs"),)), home=home)
+    start = text.index("kept for 30 days")
+    answerable = rpt.Question(query_id="a", text="how long are deployment logs kept",
+                              kind="answerable", traits=(), split="test", domain="d",
+                              gold=(rpt.GoldAnswer(doc_id="logs.md", quote="kept for 30 days",
+                                                   start=start, end=start + 16),))
+    unanswerable = question("n", gold=False, near_miss=True)
+    chosen = st.Sample(answerable=(answerable,), no_answer=(unanswerable,), calibration=())
+    with Collection.open("k", home) as coll:
+        block = answers_block(coll, chosen, Chat())
+    assert block["answer_success"] == 1.0 and block["citation_precision"] == 1.0
+    assert block["unsupported_sentence_rate"] == 1 / 2  # the second sentence quotes nothing
+    assert block["no_answer_answered"] == 0.0
+    assert [r["kind"] for r in block["rows"]] == ["llm", "empty"]  # nothing found: not asked
+    assert block["cost"]["calls"] == 1
+
+
+def test_a_rewrite_is_scored_by_the_ranking_it_gets() -> None:
+    from evals.llm_answers import rewrite_block
+
+    class Rewriter:
+        def chat(self, messages: list[dict[str, str]]) -> str:
+            return "Query: retention period\n"
+
+    class Run:  # the question ranks its gold 2nd; the rewrite ranks it 1st
+        def rank(self, q: rpt.Question, depth: int, shown: int) -> list[rpt.HitRecord]:
+            order = ["gold", "other"] if q.text == "retention period" else ["other", "gold"]
+            return [rpt.HitRecord(i + 1, f"{q.query_id}-{c}", "d.md", 0, 1, 1.0, "")
+                    for i, c in enumerate(order)]
+
+    qs = [question(f"p{i}", traits=("paraphrase",)) for i in range(4)]
+    qs.append(question("x", traits=("exact_identifier",)))  # not a paraphrase: left out
+    qrels = {q.query_id: {f"{q.query_id}-gold": 1} for q in qs}
+    block = rewrite_block(Run(), qs, qrels, Rewriter(),
+                          rpt.Settings(resamples=100, permutations=100))
+    assert block["questions"] == 4 and block["rewrites"]["p0"] == "retention period"
+    assert block["nDCG@10"]["question"] == pytest.approx(1 / math.log2(3))
+    assert block["nDCG@10"]["rewrite"] == 1.0

@@ -33,10 +33,11 @@ def test_the_stages_measure_a_small_sample_and_record_identity_and_cost(tmp_path
         pytest.skip(reason)
     block = llm_run.measure(DEFAULT_GOLDEN, tmp_path, MODEL,
                             rpt.Settings(resamples=200, permutations=200), lambda _: None,
+                            roles=("judge",),
                             sizes={"answerable": 3, "no_answer": 3, "calibration": 3})
     assert block["measured"] and block["model"]["sha256"] == gguf.MODELS[MODEL].sha256
     assert block["sample"]["test_answerable"] == 3 and block["cost"]["calls"] >= 3 * 3 + 6
-    assert block["cost"]["cpu_s_per_call"] > 0
+    assert block["cost"]["cpu_s_per_call"] > 0 and block["load"]["model_sha256_cpu_s"] > 0
     assert block["judge"]["all"]["n"] == len(block["pairs"])
     assert block["rerank"]["questions"] == 3
     assert set(block["gate"]["scorers"]) == {"judge", "bm25", "judge+bm25 (both)"}
