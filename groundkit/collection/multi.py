@@ -5,7 +5,10 @@ hits are merged by score, ties by their rank in their own collection and then by
 collection name, as the MCP ``search`` tool merges them. With ``collapse`` a passage
 found in several collections (the same words, case aside:
 :func:`~groundkit.retrieval.collapse.passage_key`) is one hit, the best-scored, and the
-other places join its ``also_in``, their chunk ids naming their collections.
+other places join its ``also_in``, their chunk ids naming their collections; when the
+best was re-read and does not verify, its first copy that does is shown in its place
+(its score and rank), the places checked before it in ``replaced``, as
+:func:`groundkit.collection.search.search` does within one collection.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ..model import Duplicate, Hit
+from ..model import Duplicate, Hit, Replaced, Status
 from ..retrieval import collapse as collapse_ranking
 from ..retrieval.collapse import passage_key
 
@@ -24,10 +27,37 @@ def merged(found: Sequence[tuple[str, Hit]], top_k: int, *,
     order = sorted(found, key=lambda pair: (-pair[1].score, pair[1].rank, pair[0]))
     if collapse:
         kept, also = collapse_ranking.distinct([passage_key(h.chunk.text) for _, h in order])
-        order = [(order[i][0], _with_copies(order[i][1], [order[j][1] for j in also.get(i, ())]))
-                 for i in kept]
+        order = [_folded(order[i], [order[j] for j in also.get(i, ())]) for i in kept]
     return [(name, dataclasses.replace(hit, rank=rank))
             for rank, (name, hit) in enumerate(order[:top_k], 1)]
+
+
+def _folded(best: tuple[str, Hit], copies: Sequence[tuple[str, Hit]]) -> tuple[str, Hit]:
+    """``best`` with its ``copies`` folded in; a verified copy in its place when ``best``
+    was re-read and did not verify (the places that did not, best first, in ``replaced``)."""
+    name, hit = best
+    n = next((k for k, (_, c) in enumerate(copies) if _holds(c)), None)
+    if n is None or hit.verdict is None or _holds(hit):
+        return name, _with_copies(hit, [c for _, c in copies])
+    before = [hit, *(c for _, c in copies[:n])]
+    shown_in, shown = copies[n]
+    folded = _with_copies(shown, [c for _, c in copies[n + 1:]])
+    return shown_in, dataclasses.replace(
+        folded, score=hit.score, replaced=tuple(r for c in before for r in _checked(c)),
+        also_in=(*folded.also_in, *(d for c in before for d in c.also_in)))
+
+
+def _holds(hit: Hit) -> bool:
+    return hit.verdict is not None and hit.verdict.status is Status.VERIFIED
+
+
+def _checked(hit: Hit) -> tuple[Replaced, ...]:
+    """The places of ``hit`` that were re-read and did not verify, best first."""
+    c, verdict = hit.chunk, hit.verdict
+    own = () if verdict is None else (Replaced(
+        place=Duplicate(c.doc_id, c.chunk_id, c.start, c.end), status=verdict.status,
+        reason=verdict.reason),)
+    return (*hit.replaced, *own)
 
 
 def _with_copies(hit: Hit, copies: Sequence[Hit]) -> Hit:

@@ -214,3 +214,26 @@ def test_ask_still_gives_up_when_no_copy_holds(make_tree: TreeMaker, home: Path,
         (root / place).unlink()
     code, out, _ = grk(capsys, "ask", QUERY, "-c", "docs")
     assert code == 12 and "none of the 1 passages found still holds" in out
+
+
+def test_a_search_of_several_collections_shows_a_verified_copy_from_another_one(
+        make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    roots = {"a": make_tree({"lamp.md": LAMP, **OTHERS}), "b": make_tree({"copy.md": LAMP})}
+    for name, root in roots.items():
+        index(name, IndexConfig(roots=(str(root),)), home=home)
+    _, out, _ = grk(capsys, "search", QUERY, "-c", "a", "-c", "b", "--json")
+    first = json.loads(out)["hits"][0]
+    (copy,) = first["also_in"]
+    (roots[first["collection"]] / first["path"]).unlink()
+
+    code, out, _ = grk(capsys, "search", QUERY, "-c", "a", "-c", "b", "--verify", "--json")
+    hit = json.loads(out)["hits"][0]
+    assert code == 0 and hit["verdict"]["status"] == "verified"
+    assert (hit["chunk_id"], hit["path"], hit["score"]) == (copy["chunk_id"], copy["path"],
+                                                            first["score"])
+    assert hit["collection"] == copy["chunk_id"].split(":")[0] != first["collection"]
+    assert [(r["chunk_id"], r["status"]) for r in hit["replaced"]] == [
+        (first["chunk_id"], "unresolvable")]
+    assert hit["also_in"] == []
+    _, out, _ = grk(capsys, "search", QUERY, "-c", "a", "-c", "b", "--verify")
+    assert f"     in place of: {first['path']} [unresolvable: file missing" in out
