@@ -15,6 +15,7 @@ from ..collection import (
     list_collections,
     resolve_home,
 )
+from ..collection.filters import Filters
 from ..collection.multi import merged
 from ..errors import CollectionNotFoundError, InvalidSpanError, UsageError
 from ..model import Hit, Status, split_chunk_id
@@ -297,6 +298,14 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-collapse", dest="collapse", action="store_false",
                    help="show every copy of a passage found at several places (by default "
                    "they fold into the best hit's also_in)")
+    p.add_argument("--path", action="append", metavar="GLOB", help="only documents whose "
+                   "path in the collection matches (notes/*.md; * crosses folders; 'dir/' is a "
+                   "folder); repeatable, any may match")
+    p.add_argument("--format", action="append", metavar="FORMAT", help="only documents of "
+                   "this format (text, pdf, html, docx, odt, epub) or file extension (md, "
+                   "txt); repeatable, any may match")
+    p.add_argument("--modified-since", metavar="DATE", help="only files modified (as "
+                   "indexed) at or after DATE (2026-01-31, local midnight) or an ISO 8601 time")
     abstain_arguments(p)
     rerank_arguments(p)
 
@@ -336,6 +345,8 @@ def _search(p: argparse.ArgumentParser) -> Handler:
             raise UsageError("empty query: give the words to search for")
         options = {"top_k": args.top_k, "mode": args.mode, "score_threshold": args.score_threshold,
                    "explain": args.explain, "verify": args.verify, "collapse": args.collapse,
+                   "filters": Filters.parse(path=args.path, format=args.format,
+                                            modified_since=args.modified_since),
                    **mode_options(args)}
         names = list(dict.fromkeys(args.collection))
         pairs, decisions, analyzer = _searched(args, names, options)

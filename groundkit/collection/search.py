@@ -27,6 +27,7 @@ from ..retrieval.signals import TOP, Evidence
 from ..store import StoredChunk
 from ..text.analysis import check_query
 from . import calibration, freshness
+from .filters import Filtered, Filters
 from .snapshot import Snapshot
 
 MAX_TOP_K = 1000
@@ -45,9 +46,13 @@ def search(
     rerank_depth: int = RERANK_DEPTH,
     rerank_method: str = "replace",
     collapse: bool = True,
+    filters: Filters | None = None,
     **options: Any,
 ) -> list[Hit]:
     """The ``top_k`` best chunks for ``query``, best first; ``[]`` when nothing matches.
+
+    ``filters`` (:class:`.filters.Filters`: ``path`` globs, ``format``, ``modified_since``)
+    keep only the hits of the documents they allow, the ranking otherwise unchanged.
 
     ``options`` are the mode's own (see its registry entry); ``verify`` re-reads
     every hit's span now, with the collection's size limit. With ``rerank`` the
@@ -62,6 +67,8 @@ def search(
     its own place (and copies checked before) in ``replaced`` (:func:`_in_place`).
     """
     retriever = _retriever(snap, query, top_k, mode, options)
+    if filters is not None:
+        retriever = Filtered(retriever, filters.mask(snap))
     if rerank is not None:
         retriever = Reranked(retriever, snap, rerank, depth=rerank_depth, method=rerank_method)
 
@@ -216,7 +223,7 @@ def _bm25_ranking(snap: Snapshot, query: str, mode: str, evidence: Evidence,
     copies are looked for deeper than that)."""
     top_k = options.get("top_k", 10)
     if (mode != "bm25" or evidence.lexical is None or options.get("rerank") is not None
-            or options.get("collapse", True)
+            or options.get("collapse", True) or options.get("filters") is not None
             or not (isinstance(top_k, int) and top_k <= TOP)):
         return None
     rest = {k: v for k, v in options.items()

@@ -75,6 +75,19 @@ RerankName = Annotated[str | None, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,
     "(grk rerankers --add NAME PATH on the server's machine); a name, never a path. Each "
     "hit's explanation then gives the reranker's score and its rank before and after. With "
     "abstain, the gate decides on the first stage, before reranking."))]
+PathFilter = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=512)]] | None,
+    Field(min_length=1, max_length=16, description=(
+        "Only documents whose path in the collection matches one of these shell globs "
+        "(notes/*.md; * also crosses folders; a path ending in / is that folder)."))]
+FormatFilter = Annotated[
+    list[Annotated[str, Field(pattern=r"^\.?[A-Za-z0-9]{1,16}$")]] | None,
+    Field(min_length=1, max_length=16, description=(
+        "Only documents of one of these formats (text, pdf, html, docx, odt, epub) or file "
+        "extensions (md, txt)."))]
+ModifiedSince = Annotated[str | None, Field(min_length=4, max_length=40, description=(
+    "Only files modified (as indexed) at or after this ISO 8601 date (2026-01-31, the "
+    "server's local midnight) or time."))]
 ChunkId = Annotated[str, Field(pattern=_CHUNK_ID, max_length=85,
                                description="A chunk id from search: COLLECTION:<20 hex>.")]
 CheckChanges = Annotated[bool, Field(description="Hash every indexed file (and walk the roots) "

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..collection import rerankers, resolve_home
+from ..collection.filters import Filters
 from ..collection.status import collection_status
 from ..errors import CollectionNotFoundError, GroundkitError, IndexMismatchError, IntegrityError
 from ..model import Hit, split_chunk_id
@@ -32,9 +33,12 @@ from .schema import (
     CollectionName,
     CollectionNames,
     FetchOutput,
+    FormatFilter,
     GateDecision,
     ListCollectionsOutput,
     Mode,
+    ModifiedSince,
+    PathFilter,
     Query,
     RerankName,
     SearchOutput,
@@ -67,8 +71,11 @@ class Tools:
     def search(self, query: Query, collections: CollectionNames = None, top_k: TopK = 10,
                mode: Mode = DEFAULT_MODE, verify: Verify = False,
                abstain: Abstain = False, rerank: RerankName = None,
-               collapse: Collapse = True) -> SearchOutput:
+               collapse: Collapse = True, path: PathFilter = None,
+               format: FormatFilter = None,
+               modified_since: ModifiedSince = None) -> SearchOutput:
         with self._domain_errors():
+            filters = Filters.parse(path=path, format=format, modified_since=modified_since)
             names = list(dict.fromkeys(collections or self.pool.served()))
             if not names:
                 raise CollectionNotFoundError("this server has no collections to search yet")
@@ -76,7 +83,7 @@ class Tools:
             decisions = []
             for name in names:
                 with self.pool.lease(name, bm25=True) as coll:
-                    options: dict[str, Any] = {"collapse": collapse}
+                    options: dict[str, Any] = {"collapse": collapse, "filters": filters}
                     if rerank is not None:
                         options["rerank"] = rerankers.load(coll.snapshot, rerank,
                                                            allow_path=False)

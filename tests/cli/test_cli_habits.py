@@ -160,3 +160,17 @@ def test_the_exit_codes_of_the_docs_are_the_ones_grk_returns() -> None:
     page = (REPO / "docs" / "cli.md").read_text().split("## Exit codes")[1]
     documented = [int(m) for m in re.findall(r"^\| (\d+) \|", page, re.MULTILINE)]
     assert documented == list(EXIT_CODES)
+
+
+def test_search_filters_by_path_format_and_date(
+        make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_tree({**A, "sub/pages.txt": "Pages about pages.\n"})
+    grk(capsys, "index", str(root), "-c", "a")
+    code, out, _ = grk(capsys, "search", "pages", "-c", "a", "--json", "--path", "sub/")
+    assert code == 0 and [h["path"] for h in json.loads(out)["hits"]] == ["sub/pages.txt"]
+    code, out, _ = grk(capsys, "search", "pages", "-c", "a", "--json", "--format", "md")
+    assert code == 0 and {h["path"] for h in json.loads(out)["hits"]} == {"a.md", "shared.md"}
+    code, out, _ = grk(capsys, "search", "pages", "-c", "a", "--modified-since", "2999-01-01")
+    assert code == 0 and out.startswith("no hits")
+    code, _, err = grk(capsys, "search", "pages", "-c", "a", "--modified-since", "soon")
+    assert code == 2 and "--modified-since wants a date" in err

@@ -205,7 +205,7 @@ def test_traversal_strings_and_absolute_paths_are_rejected_before_any_file_is_op
 
 
 @pytest.mark.parametrize(("tool", "args"), [
-    ("search", {"query": "logs", "path": "/etc/passwd"}),
+    ("search", {"query": "logs", "root": "/etc/passwd"}),
     ("search", {"query": "logs", "topk": 3}),
     ("fetch_chunk", {"chunk_id": "k:0123456789abcdef0123", "root": "/"}),
     ("list_collections", {"home": "/tmp"}),
