@@ -156,9 +156,9 @@ def pdf_bytes(content: bytes, *, compress: bool = False) -> bytes:
 
 
 def deep_array_pdf(depth: int = 100_000) -> bytes:
-    """A page whose content stream opens ``depth`` nested arrays before its text."""
-    return pdf_bytes(b"[" * depth + b"]" * depth + b"\nBT /F1 12 Tf 72 700 Td (wombat) Tj ET",
-                     compress=True)
+    """A page whose content stream opens ``depth`` nested arrays, never closed, before its
+    text (PDFium gives up on the array, and the text operators inside it with it)."""
+    return pdf_bytes(b"[" * depth + b"\nBT /F1 12 Tf 72 700 Td (wombat) Tj ET", compress=True)
 
 
 def long_string_pdf(chars: int = 70_000_000) -> bytes:

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundkit.extract import ExtractError, Limits, TextView, extract
-from groundkit.extract.pdf import EXTRACTORS, PAGE_SEPARATOR
+from groundkit.extract.pdf import EXTRACTORS, NO_TEXT_OR_IMAGE, PAGE_SEPARATOR
+from groundkit.testing import hostile
 
 pdfium = pytest.importorskip("pypdfium2")
 
@@ -239,8 +240,17 @@ def test_a_page_without_text_is_left_out_and_a_file_without_any_is_refused() -> 
     view = direct(document([rectangle, lines_content("Only page two has text."), b""]))
     assert view.text == "Only page two has text."
     assert {s.page for s in view.segments} == {2}
-    no_text = "no text layer: scanned? OCR is not supported"
-    assert reason(document([rectangle, b""])) == no_text
+    assert reason(document([rectangle, b""])) == NO_TEXT_OR_IMAGE  # a drawing is no scan
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    (hostile.deep_array_pdf(), NO_TEXT_OR_IMAGE),
+    (hostile.long_string_pdf(), "a PDF string reaches PDFium's limit of 32,767 characters: "
+                                "its text would be cut"),
+], ids=["100k-deep-array", "70M-character-string"])
+def test_what_pdfium_cannot_read_whole_is_refused_with_what_happened(
+        data: bytes, said: str) -> None:
+    assert reason(data) == said
 
 
 def test_a_page_of_an_image_only_is_no_text_layer() -> None:
