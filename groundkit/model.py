@@ -65,6 +65,9 @@ class SourceSpan:
     page_start: int | None = None
     page_end: int | None = None
     bbox: tuple[float, float, float, float] | None = None
+    page_label: str | None = None
+    """The page's printed label where the PDF defines one (``/PageLabels``: ``iv``,
+    ``A-3``); ``page`` is always the physical page, counted from 1."""
     view_start: int | None = None
     view_end: int | None = None
     """The text-view code points this piece covers (so a sub-span can be mapped too)."""
@@ -120,7 +123,8 @@ class Locator:
             kept.append(SourceSpan(
                 part=piece.part, page=piece.page, page_start=piece.page_start + lead,
                 page_end=piece.page_end - tail, bbox=None if lead or tail else piece.bbox,
-                view_start=piece.view_start + lead, view_end=piece.view_end - tail))
+                page_label=piece.page_label, view_start=piece.view_start + lead,
+                view_end=piece.view_end - tail))
         return Locator(format=self.format, spans=tuple(kept))
 
 
@@ -186,6 +190,14 @@ class Chunk:
     """Pages or raw byte ranges the span came from (extracted formats only)."""
     headings: tuple[str, ...] = ()
     """The heading path the span sits under, outermost first (``Users › sudo``)."""
+    furniture: tuple[tuple[int, int, str], ...] = ()
+    """Runs of the chunk's text that are page furniture, ``(start, end, kind)`` in offsets
+    of :attr:`text` (a running header or footer, a page number, a table of contents, a
+    site's navigation): searchable, never quoted as an answer
+    (:mod:`groundkit.extract.furniture`)."""
+    sections: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    """Where a heading inside the chunk starts a new section: ``(offset in text, heading
+    path from there on)``, so a sentence past it is placed under its own section."""
 
     def __post_init__(self, document: str | None) -> None:
         if not 0 <= self.start < self.end:
@@ -206,6 +218,8 @@ class Chunk:
         if sha256_text(self.text) != self.span_sha256:
             raise InvalidSpanError(f"span hash does not match the text of {self.chunk_id}")
         split_chunk_id(self.chunk_id)
+        if any(not 0 <= a < b <= len(self.text) for a, b, _ in self.furniture):
+            raise InvalidSpanError(f"a furniture run of {self.chunk_id} is outside its text")
         if document is not None:
             if self.end > len(document):
                 raise InvalidSpanError(
@@ -219,6 +233,16 @@ class Chunk:
     @property
     def collection(self) -> str:
         return split_chunk_id(self.chunk_id)[0]
+
+    def heading_path_at(self, offset: int) -> tuple[str, ...]:
+        """The heading path of the chunk's text at ``offset``: its own section's, which
+        is the chunk's :attr:`headings` until a heading inside it starts another."""
+        path = self.headings
+        for start, titles in self.sections:
+            if start > offset:
+                break
+            path = titles
+        return path
 
 
 def utf16_len(text: str) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 from .errors import IntegrityError
 from .model import Chunk, Duplicate, Locator
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STORE_FILE = "store.sqlite3"
 
 _SCHEMA = """
@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     byte_end INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
     utf16_start INTEGER NOT NULL, utf16_end INTEGER NOT NULL,
     text TEXT NOT NULL, span_sha256 TEXT NOT NULL,
-    extractor TEXT NOT NULL DEFAULT '', locator TEXT, headings TEXT
+    extractor TEXT NOT NULL DEFAULT '', locator TEXT, headings TEXT, layout TEXT
 );
 CREATE TABLE IF NOT EXISTS generation_chunks (
     generation INTEGER NOT NULL, doc_id TEXT NOT NULL, start INTEGER NOT NULL,
@@ -72,15 +72,17 @@ CREATE TABLE IF NOT EXISTS derived_files (
 _CHUNK_COLUMNS = (
     "chunk_id, doc_id, doc_sha256, start, \"end\", byte_start, byte_end, "
     "start_line, end_line, utf16_start, utf16_end, text, span_sha256, "
-    "extractor, locator, headings"
+    "extractor, locator, headings, layout"
 )
 _ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "documents": (("extractor", "TEXT NOT NULL DEFAULT ''"), ("standing", "TEXT")),
     "chunks": (("extractor", "TEXT NOT NULL DEFAULT ''"), ("locator", "TEXT"),
-               ("headings", "TEXT")),
+               ("headings", "TEXT"), ("layout", "TEXT")),
 }
 """Columns later schemas added: version 2 documents in other formats, version 3 a document's
-standing (``NULL``: not recorded yet; ``''``: current; else the evidence it is superseded)."""
+standing (``NULL``: not recorded yet; ``''``: current; else the evidence it is superseded),
+version 4 a chunk's layout (its furniture runs and the sections that start inside it; ``NULL``:
+none, or not recorded by an older version)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,14 +187,32 @@ def _row_to_chunk(row: Sequence[Any]) -> Chunk:
         utf16_start=row[9], utf16_end=row[10], text=row[11], span_sha256=row[12],
         extractor=row[13], locator=Locator.from_dict(json.loads(row[14])) if row[14] else None,
         headings=tuple(json.loads(row[15])) if row[15] else (),
+        **(_layout(json.loads(row[16])) if row[16] else {}),
     )
+
+
+def _layout(data: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's ``layout`` column as :class:`Chunk` fields."""
+    return {"furniture": tuple((int(a), int(b), str(k)) for a, b, k in data.get("furniture", ())),
+            "sections": tuple((int(o), tuple(p)) for o, p in data.get("sections", ()))}
+
+
+def _layout_json(c: Chunk) -> str | None:
+    if not c.furniture and not c.sections:
+        return None
+    data: dict[str, Any] = {}
+    if c.furniture:
+        data["furniture"] = [list(f) for f in c.furniture]
+    if c.sections:
+        data["sections"] = [[o, list(p)] for o, p in c.sections]
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
 def lookup_chunk(conn: sqlite3.Connection, chunk_id: str) -> StoredChunk | None:
     row = conn.execute(
         f"SELECT {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE chunk_id = ?", (chunk_id,)
     ).fetchone()
-    return None if row is None else StoredChunk(_row_to_chunk(row), row[16], row[17])
+    return None if row is None else StoredChunk(_row_to_chunk(row), row[17], row[18])
 
 
 def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[StoredChunk]:
@@ -204,7 +224,7 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> list[Sto
         f"SELECT rowid, {_CHUNK_COLUMNS}, root, relpath FROM chunks WHERE rowid IN ({marks})",
         [int(r) for r in rowids],
     ).fetchall()
-    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[17], r[18]) for r in rows}
+    by_id = {r[0]: StoredChunk(_row_to_chunk(r[1:]), r[18], r[19]) for r in rows}
     return [by_id[int(r)] for r in rowids]
 
 
@@ -287,7 +307,7 @@ def iter_generation_chunks(conn: sqlite3.Connection, generation: int) -> Iterato
 
 
 ChunkRow = tuple[str, str, str, int, int, int, int, int, int, int, int, str, str,
-                 str, str | None, str | None]
+                 str, str | None, str | None, str | None]
 """A chunk as a plain tuple in ``_CHUNK_COLUMNS`` order (cheap to pass between processes)."""
 
 
@@ -296,7 +316,8 @@ def chunk_row(c: Chunk) -> ChunkRow:
             c.start_line, c.end_line, c.utf16_start, c.utf16_end, c.text, c.span_sha256,
             c.extractor,
             json.dumps(c.locator.to_dict(), sort_keys=True) if c.locator else None,
-            json.dumps(list(c.headings), ensure_ascii=False) if c.headings else None)
+            json.dumps(list(c.headings), ensure_ascii=False) if c.headings else None,
+            _layout_json(c))
 
 
 def insert_chunks(
@@ -315,7 +336,7 @@ def insert_chunks(
     before = conn.total_changes
     conn.executemany(
         f"INSERT OR IGNORE INTO chunks (rowid, {_CHUNK_COLUMNS}, root, relpath) "
-        f"VALUES ({', '.join('?' * 19)})",
+        f"VALUES ({', '.join('?' * 20)})",
         [(first + i, *row, root, relpath) for i, row in enumerate(rows)],
     )
     if conn.total_changes - before == len(rows):

@@ -50,6 +50,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from ..retrieval.bm25 import BM25Index
+from .asked import asked_for, holds
 from .model import Passage, Sentence
 from .sentences import Unit, units
 
@@ -57,7 +58,8 @@ MAX_SENTENCES = 5
 """The most sentences an extractive answer may quote (``grk ask --sentences``)."""
 K1, B = 1.2, 0.75
 QUOTABLE = ("sentence", "item", "row", "code")
-"""Headings are quoted only when nothing else scores."""
+"""The kinds of unit an answer may quote: never a bare heading or a table's header row
+(a header is cited beside its row, as context), never page furniture."""
 QUESTION_WORDS = frozenset({
     "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whether", "do",
     "does", "did", "done", "doing", "we", "us", "our", "ours", "you", "your", "yours", "i",
@@ -90,6 +92,15 @@ class Choice:
     """In a mode that embeds *and* ranks lexically (hybrid), the share of a unit's score
     from BM25 (each part scaled by its best unit); 0: the embedding alone, as in dense."""
     max_sentences: int = 1
+    coverage: float = 1.4
+    """Added, times the share of the question's distinct terms a unit holds, to its score
+    (scaled by the best unit's): a sentence holding more of what was asked reads more like
+    its answer than one matching a single rare word many times."""
+    answer_type: float = 0.4
+    """Added when a unit holds the kind of thing the question asks for (a duration for
+    *how long*, a number for *how many*: :mod:`.asked`)."""
+    passage_rank: float = 0.5
+    """Added, divided by the passage's rank (1 for the first), to its units' scores."""
     superseded: float = 0.5
     """The share of its score a unit of a superseded document keeps; 1 treats it as
     current (its passages then also keep their retrieval order)."""
@@ -98,7 +109,9 @@ class Choice:
         return {"keep": self.keep, "passage_weight": self.passage_weight,
                 "redundancy": self.redundancy, "header_context": self.header_context,
                 "question_words": self.question_words, "lexical_share": self.lexical_share,
-                "max_sentences": self.max_sentences, "superseded": self.superseded}
+                "max_sentences": self.max_sentences, "coverage": self.coverage,
+                "answer_type": self.answer_type, "passage_rank": self.passage_rank,
+                "superseded": self.superseded}
 
 
 DEFAULT = Choice()
@@ -188,8 +201,8 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
     asked = question if choice.question_words else _content(question)
     query = {index.term_id(t) for t in index.analyzer.analyze(asked)} - {-1}
     found = [(p, u, terms) for p in passages
-             for u, terms in _analysed(index, p.text, choice.header_context)]
-    quotable = [f for f in found if f[1].kind in QUOTABLE] or found
+             for u, terms in _analysed(index, p.text, p.chunk.furniture, choice.header_context)]
+    quotable = [f for f in found if f[1].kind in QUOTABLE]
     if not quotable:
         return []
     average = sum(len(terms) for _, _, terms in quotable) / len(quotable) or 1.0
@@ -202,10 +215,20 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
     top = max(p.hit.score for p in passages)
     lift = [1.0 + choice.passage_weight * max(0.0, p.hit.score) / top if top > 0 else 1.0
             for p, _, _ in quotable]
-    return [Candidate(passage=p, unit=u, terms=frozenset(terms) & query,
-                      content=frozenset(terms) - {-1}, lexical=lex,
-                      score=s * w * (choice.superseded if p.superseded else 1) if s > 0 else s)
-            for (p, u, terms), lex, s, w in zip(quotable, lexical, scores, lift, strict=True)]
+    lifted = [s * w for s, w in zip(scores, lift, strict=True)]
+    best = max(lifted)
+    kind = asked_for(question)
+    candidates = []
+    for (p, u, terms), lex, s in zip(quotable, lexical, lifted, strict=True):
+        held = frozenset(terms) & query
+        if s > 0:
+            s = (s / best + choice.coverage * len(held) / len(query) if query else s / best)
+            s += choice.answer_type * holds(kind, p.text[u.start:u.end])
+            s += choice.passage_rank / p.number
+            s *= choice.superseded if p.superseded else 1
+        candidates.append(Candidate(passage=p, unit=u, terms=held,
+                                    content=frozenset(terms) - {-1}, lexical=lex, score=s))
+    return candidates
 
 
 def _fused(semantic: list[float], lexical: list[float], share: float) -> list[float]:
@@ -231,7 +254,9 @@ def _scored_text(text: str, unit: Unit, header: bool) -> str:
 
 
 Analysed = tuple[tuple[Unit, tuple[int, ...]], ...]
-_ANALYSED: WeakKeyDictionary[BM25Index, dict[tuple[str, bool], Analysed]] = WeakKeyDictionary()
+Furniture = tuple[tuple[int, int, str], ...]
+_ANALYSED: WeakKeyDictionary[BM25Index, dict[tuple[str, Furniture, bool], Analysed]] = (
+    WeakKeyDictionary())
 """Each open index's analysed passages. Held weakly by the index, so an index closed or
 replaced by a newer generation (a long-running ``grk serve``) is freed with its mapped
 files, not kept alive by the cache."""
@@ -239,18 +264,18 @@ ANALYSED_MAX = 4096
 """Passages one index's cache holds before it starts again."""
 
 
-def _analysed(index: BM25Index, text: str, header: bool) -> Analysed:
-    """A passage's units with their term ids, a row's with its header's too (cached per
-    index: passages recur across questions)."""
+def _analysed(index: BM25Index, text: str, furniture: Furniture, header: bool) -> Analysed:
+    """A passage's units (none holding furniture) with their term ids, a row's with its
+    header's too (cached per index: passages recur across questions)."""
     cache = _ANALYSED.setdefault(index, {})
-    found = cache.get((text, header))
+    found = cache.get((text, furniture, header))
     if found is None:
         analyze = index.analyzer.analyze
         found = tuple((u, tuple(index.term_id(t) for t in analyze(_scored_text(text, u, header))))
-                      for u in units(text))
+                      for u in units(text, furniture))
         if len(cache) >= ANALYSED_MAX:
             cache.clear()
-        cache[(text, header)] = found
+        cache[(text, furniture, header)] = found
     return found
 
 

@@ -9,7 +9,8 @@ is *supported* iff one of its quotes holds. Optional, off by default (SPEC §9).
   (spaces and one ``.,;:`` may come between). Unmarked quotes are prose; single
   quotes are apostrophes. Each (quote, number) pair gets a record with a status:
   ``verified``, ``not_in_passage``, ``in_other_passage`` (with ``found_in``; still no
-  citation), ``unknown_passage`` or ``unverified_passage``.
+  citation), ``unknown_passage``, ``unverified_passage`` or ``furniture`` (the quote
+  lies in page furniture, a running head or a table of contents: never cited).
 - Sentences end at ``.!?`` (closing quotes or brackets may follow) before whitespace,
   and at newlines; never inside a marked quote, nor after ``e.g. i.e. cf. vs.``
 - Matching normalises both sides: whitespace runs become one space, typographic
@@ -275,6 +276,8 @@ def _check_quote(quote: str, number: int, by_number: Mapping[int, Passage]
     if not passage.verified:
         return {**record, "status": "unverified_passage"}, None
     span = find_quote(passage.text, quote)
+    if span is not None and any(a < span[1] and span[0] < b for a, b, _ in passage.chunk.furniture):
+        return {**record, "status": "furniture"}, None
     if span is not None:
         return {**record, "status": "verified"}, passage.cite(*span)
     elsewhere = [p.number for p in by_number.values()

@@ -115,7 +115,8 @@ class Passage:
             utf16_end=c.utf16_start + utf16_len(before) + utf16_len(quoted),
             byte_start=byte_start, byte_end=byte_end, start_line=first,
             end_line=first + quoted.rstrip("\n").count("\n"), text=quoted,
-            verdict=self.verdict.value, passage=self.number, headings=c.headings,
+            verdict=self.verdict.value, passage=self.number,
+            headings=c.heading_path_at(start),
             locator=c.locator.narrow(c.start + start, c.start + end) if c.locator else None,
             superseded=self.superseded, replaced=self.hit.replaced)
 

@@ -14,7 +14,9 @@ line of a fenced code block; its ``(start, end)`` index the passage's own text, 
   with no whitespace needed, as CJK text has none.
 * A list item (``-``, ``*``, ``+``, ``1.``, ``1)``) is one unit without its marker,
   with its indented continuation lines; a table row is one unit (the ``|---|``
-  separator row is none); a heading is one unit without its ``#`` marks.
+  separator row is none); a heading is one unit without its ``#`` marks, and so is a
+  setext heading (a line underlined with ``===`` or ``---``: the underline is no unit)
+  and an AsciiDoc or wiki heading (``== Title ==``).
 * A table's header row (the row just above its ``|---|`` separator) is a ``header``
   unit, and each row below it carries the header's span as its ``context``, so a row
   such as ``| Deployment logs | 30 days |`` can be read, scored and shown with the
@@ -24,14 +26,22 @@ line of a fenced code block; its ``(start, end)`` index the passage's own text, 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 KINDS = ("sentence", "item", "row", "header", "heading", "code")
 
+SHORT_LINE = 0.3
+"""A line under this share of its paragraph's longest line ends a run of prose."""
+LISTING_LINES = 4
+"""Lines from which a paragraph without a sentence end is cut line by line."""
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+_ATX_OTHER = re.compile(r"^\s{0,3}={1,6}\s+\S")
+"""An AsciiDoc or MediaWiki heading (``== Title ==``), common in plain-text manuals."""
+_UNDERLINE = re.compile(r"^\s{0,3}(?:=+|-+|~+|\^+)\s*$")
+"""A setext (or reStructuredText) heading's underline: the line above is the heading."""
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？．｡]+[」』）\]”’]*")
@@ -50,9 +60,36 @@ class Unit:
     """A table row's header row ``(start, end)`` in the same text, if the text has it."""
 
 
-def units(text: str) -> list[Unit]:
-    """Every quotable unit of ``text``, in order (see the module docstring)."""
-    return list(_tables(u for u in _blocks(text) if u.end > u.start))
+def units(text: str, furniture: Sequence[tuple[int, int, str]] = ()) -> list[Unit]:
+    """Every quotable unit of ``text``, in order (see the module docstring).
+
+    ``furniture`` lists runs of ``text`` that are page furniture (``(start, end, kind)``,
+    sorted): no unit holds any of it. A unit a run cuts through (a running header glued
+    in front of a sentence, a footer inside one that crosses a page) keeps the pieces on
+    either side that still hold a word; a unit wholly inside a run is gone.
+    """
+    found = list(_tables(u for u in _blocks(text) if u.end > u.start))
+    return [piece for u in found for piece in _outside(text, u, furniture)] if furniture else found
+
+
+def _outside(text: str, unit: Unit, furniture: Sequence[tuple[int, int, str]]
+             ) -> Iterator[Unit]:
+    """The pieces of ``unit`` outside every furniture run, trimmed, each with a word."""
+    start = unit.start
+    for a, b, _ in furniture:
+        if b <= start or a >= unit.end:
+            continue
+        if a > start:
+            yield from _worded(text, start, a, unit)
+        start = max(start, b)
+    if start < unit.end:
+        yield from _worded(text, start, unit.end, unit)
+
+
+def _worded(text: str, start: int, end: int, unit: Unit) -> Iterator[Unit]:
+    piece = _trimmed(text, start, end, unit.kind)
+    if any(ch.isalnum() for ch in text[piece.start:piece.end]):
+        yield Unit(piece.start, piece.end, piece.kind, unit.context)
 
 
 def _tables(found: Iterator[Unit]) -> Iterator[Unit]:
@@ -101,8 +138,8 @@ def _blocks(text: str) -> Iterator[Unit]:
         nonlocal paragraph, item
         if item:
             yield _trimmed(text, item[0][0], item[-1][1], "item")
-        if paragraph:
-            yield from _prose(text, paragraph[0][0], paragraph[-1][1])
+        for first, last in _hard_wrapped(text, paragraph):
+            yield from _prose(text, first, last)
         paragraph, item = [], []
 
     for start, end, _ in _lines(text):
@@ -120,6 +157,12 @@ def _blocks(text: str) -> Iterator[Unit]:
         elif _HEADING.match(line):
             yield from flush()
             yield _trimmed(text, start + _HEADING.match(line).end(), end, "heading")  # type: ignore[union-attr]
+        elif _ATX_OTHER.match(line):
+            yield from flush()
+            yield _trimmed(text, start, end, "heading")
+        elif len(paragraph) == 1 and not item and _UNDERLINE.match(line):
+            (first, last), paragraph = paragraph[0], []
+            yield _trimmed(text, first, last, "heading")
         elif line.lstrip().startswith("|"):
             yield from flush()
             yield (Unit(start, start + 1, "separator") if _TABLE_SEPARATOR.match(line)
@@ -136,8 +179,36 @@ def _blocks(text: str) -> Iterator[Unit]:
     yield from flush()
 
 
+def _hard_wrapped(text: str, lines: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """The runs of a paragraph's lines that hold prose together: a line much shorter than
+    the paragraph's longest (under :data:`SHORT_LINE` of it) that does not end in a
+    comma or a hyphen ends its run. Text laid out in lines with no blank line between
+    paragraphs (a PDF page) thus keeps a bare heading, a caption or a line of code from
+    being glued to the sentence after it."""
+    if len(lines) < 3:
+        if lines:
+            yield lines[0][0], lines[-1][1]
+        return
+    longest = max(len(text[a:b].strip()) for a, b in lines)
+    first: int | None = None
+    for a, b in lines[:-1]:
+        first = a if first is None else first
+        line = text[a:b].strip()
+        if len(line) < SHORT_LINE * longest and not line.endswith((",", "-")):
+            yield first, b
+            first = None
+    yield (lines[-1][0] if first is None else first), lines[-1][1]
+
+
 def _prose(text: str, start: int, end: int) -> Iterator[Unit]:
-    """The sentences of the paragraph ``text[start:end]``."""
+    """The sentences of the paragraph ``text[start:end]``; a paragraph of
+    :data:`LISTING_LINES` lines or more with no sentence end is a listing (a table or code
+    laid out in lines, as a PDF gives them), one unit per line."""
+    if text.count("\n", start, end) + 1 >= LISTING_LINES and not _END.search(text, start, end):
+        for a, b, _ in _lines(text[start:end]):
+            if text[start + a:start + b].strip():
+                yield _trimmed(text, start + a, start + b, "sentence")
+        return
     begin = start
     for match in _END.finditer(text, start, end):
         stop = match.end()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..errors import DecodeError
@@ -102,6 +102,12 @@ class TextView:
     status: str = ""
     """What the file's own metadata says about its standing: the evidence that it is
     superseded (:mod:`groundkit.extract.declared`), or ``""``."""
+    furniture: tuple[tuple[int, int, str], ...] = ()
+    """Runs ``(start, end, kind)`` of the view that are page furniture (running heads,
+    page numbers, tables of contents, navigation: :mod:`groundkit.extract.furniture`),
+    sorted and disjoint. Marking them changes no character of the view."""
+    page_labels: tuple[tuple[int, str], ...] = ()
+    """``(page, printed label)`` for the PDF pages whose label is not their number."""
     _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -111,7 +117,26 @@ class TextView:
                 raise ExtractError(f"{self.format} extractor made a bad segment "
                                    f"[{seg.start}, {seg.end}) (view of {len(self.text)})")
             last = seg.end
+        last = 0
+        for start, end, _ in self.furniture:
+            if not last <= start < end <= len(self.text):
+                raise ExtractError(f"{self.format} extractor marked a bad furniture run "
+                                   f"[{start}, {end}) (view of {len(self.text)})")
+            last = end
         object.__setattr__(self, "_starts", [s.start for s in self.segments])
+
+    def furniture_in(self, start: int, end: int) -> tuple[tuple[int, int, str], ...]:
+        """The furniture runs overlapping ``[start, end)``, cut to it and made relative
+        to ``start`` (a chunk's own offsets)."""
+        return tuple((max(a, start) - start, min(b, end) - start, kind)
+                     for a, b, kind in self.furniture if a < end and b > start)
+
+    def sections_in(self, start: int, end: int) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """``(offset relative to start, heading path)`` for each heading that starts
+        inside ``(start, end)``: a chunk's sections after its first."""
+        inside = [h.start for h in self.headings if start < h.start < end]
+        return tuple((at - start, path) for at, path in zip(inside, self.heading_paths(inside),
+                                                             strict=True))
 
     def locate(self, start: int, end: int) -> Locator | None:
         """Where ``[start, end)`` of the view came from; ``None`` for a view without a map.
@@ -137,6 +162,10 @@ class TextView:
             group.append(seg)
         if group:
             spans.append(_merge(group, start, end))
+        if self.page_labels:
+            labels = dict(self.page_labels)
+            spans = [replace(piece, page_label=labels.get(piece.page)) if piece.page else piece
+                     for piece in spans]
         return Locator(format=self.format, spans=tuple(spans))
 
     def heading_path(self, position: int) -> tuple[str, ...]:
@@ -217,6 +246,7 @@ def join_views(format: str, views: Sequence[TextView], separator: str = "\n\n") 
     texts: list[str] = []
     segments: list[Segment] = []
     headings: list[Heading] = []
+    furniture: list[tuple[int, int, str]] = []
     offset = 0
     for view in views:
         if not view.text:
@@ -229,6 +259,8 @@ def join_views(format: str, views: Sequence[TextView], separator: str = "\n\n") 
                                 s.byte_end, s.page, s.page_offset, s.bbox)
                         for s in view.segments)
         headings.extend(Heading(h.start + offset, h.level, h.title) for h in view.headings)
+        furniture.extend((a + offset, b + offset, kind) for a, b, kind in view.furniture)
         offset += len(view.text)
     status = next((view.status for view in views if view.status), "")
-    return TextView("".join(texts), format, tuple(segments), tuple(headings), status)
+    return TextView("".join(texts), format, tuple(segments), tuple(headings), status,
+                    tuple(furniture))

@@ -14,7 +14,13 @@ browser does, and a walk over its tree writes the text of the visible nodes:
 - not in the view: ``<head>``, ``<script>``, ``<style>``, ``<template>``,
   ``<iframe>``, ``<noscript>``, ``<noembed>``, ``<noframes>``, ``<datalist>``,
   comments, inline ``<svg>`` and ``<math>``; nor image ``alt`` texts, attributes, or
-  what CSS or a ``hidden`` attribute would hide;
+  what an element's own attributes hide (``hidden``, ``aria-hidden="true"``, an inline
+  ``style`` of ``display: none`` or ``visibility: hidden``); a style sheet's rules are
+  not applied, so what only a class hides is still read;
+- navigation is in the view but marked as furniture (:mod:`.furniture`): a ``nav``, a
+  ``header``, ``footer`` or ``aside`` outside ``article`` and ``main``, an ARIA role of
+  navigation, banner, contentinfo or search, and navigation classes such as DocBook's
+  ``docnav``; an answer never quotes it;
 - ``h1``-``h6`` are the outline: :class:`~groundkit.extract.base.Heading` entries at
   their text's offset, titled with their collapsed text. A page without any of them
   starts with its ``<title>``, as a level-1 heading; a page with headings has its title
@@ -43,21 +49,23 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MissingDependencyError
 from . import declared
 from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView
+from .furniture import is_navigation, merged
 from .html_encoding import decode_html
 from .html_map import NON_WHITESPACE, WHITESPACE, Stream, align, raw_stream
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-OPTIONS = "v1"
-"""Bumped whenever the view or map of the same bytes could change (by a change here, in
-:mod:`.html_map` or in :mod:`.html_encoding`)."""
+OPTIONS = "v2"
+"""Bumped whenever the view, its map or its furniture could change for the same bytes (by
+a change here, in :mod:`.html_map`, :mod:`.html_encoding` or :mod:`.furniture`; v2: hidden
+attributes and inline styles, navigation marked)."""
 
 _WS_RUN = re.compile(r"[\t\n\f\r ]+")
 
 # --- the tree walk -------------------------------------------------------------------
 
-_TEXT, _BLOCK, _BR, _CELL, _OPEN, _CLOSE = range(6)
+_TEXT, _BLOCK, _BR, _CELL, _OPEN, _CLOSE, _FURNITURE = range(7)
 _VISIBLE, _VERBATIM, _HIDDEN = range(3)
 _Event = tuple[int, int, str]
 
@@ -90,17 +98,20 @@ class _Walker:
     cells: int = 0
     """Open table cells: a block inside a cell is a line, not a paragraph."""
 
+    # long: one iterative walk; the state saved per open element is what it changes
     def walk(self, root: LexborNode) -> list[_Event]:
-        stack: list[tuple[LexborNode, str, int, int, bool]] = []
-        hidden = verbatim = 0
+        stack: list[tuple[LexborNode, str, int, int, int, int, bool, bool]] = []
+        hidden = verbatim = furniture = content = 0
         node = root.first_child
         while True:
             if node is None:
                 if not stack:
                     return self.events
-                element, tag, hidden, verbatim, shown = stack.pop()
+                element, tag, hidden, verbatim, furniture, content, shown, marks = stack.pop()
                 if shown:
                     self._leave(tag)
+                if marks:
+                    self.events.append((_FURNITURE, 0, ""))
                 node = element.next
                 continue
             tag = node.tag or ""
@@ -110,25 +121,32 @@ class _Walker:
                 if not hidden:
                     self.events.append((_BR, 0, ""))
             elif tag not in _SKIPPED and not tag.startswith(("-", "!")):
-                saved = hidden, verbatim
+                saved = hidden, verbatim, furniture, content
                 shown = tag == "title" and node.mem_id == self.title_id
+                marks = False
                 if shown:
                     hidden = 0
                     self.events.append((_OPEN, 1, ""))
-                elif tag in _HIDDEN_TAGS:
+                elif tag in _HIDDEN_TAGS or (not hidden and _hidden(node.attributes)):
                     hidden += 1
                 elif not hidden:
                     shown = True
                     verbatim += tag in _VERBATIM_TAGS
+                    content += tag in ("article", "main")
+                    if not furniture and is_navigation(tag, node.attributes, content > 0):
+                        furniture, marks = 1, True
+                        self.events.append((_FURNITURE, 1, ""))
                     self._enter(tag)
                 child = node.first_child if tag != "template" else _content(node)
                 if child is not None:
-                    stack.append((node, tag, *saved, shown))
+                    stack.append((node, tag, *saved, shown, marks))
                     node = child
                     continue
-                hidden, verbatim = saved
+                hidden, verbatim, furniture, content = saved
                 if shown:
                     self._leave(tag)
+                if marks:
+                    self.events.append((_FURNITURE, 0, ""))
             node = node.next
 
     def _text(self, data: str, hidden: int, verbatim: int) -> None:
@@ -166,6 +184,21 @@ class _Walker:
             self.cells -= 1
 
 
+_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*"
+                           r"(?:!\s*important\s*)?(?:;|$)", re.I)
+
+
+def _hidden(attributes: dict[str, str | None]) -> bool:
+    """Whether an element's own attributes hide it: ``hidden``, ``aria-hidden="true"``, or
+    an inline style of ``display: none`` or ``visibility: hidden``. (A style sheet that
+    hides it is not read: see docs/formats.md.)"""
+    if "hidden" in attributes:
+        return True
+    if (attributes.get("aria-hidden") or "").strip().casefold() == "true":
+        return True
+    return bool(_HIDING_STYLE.search(attributes.get("style") or ""))
+
+
 def _content(template: LexborNode) -> LexborNode | None:
     """The first node of a ``<template>``'s content, which lexbor keeps out of the tree."""
     fragments = template.template_fragments()
@@ -192,6 +225,9 @@ class _Builder:
     open: list[list[int]] = field(default_factory=list)
     """Open headings: level, index in ``out`` and view offset of their first text."""
     headings: list[Heading] = field(default_factory=list)
+    furniture: list[tuple[int, int, str]] = field(default_factory=list)
+    navigation: int | None = None
+    """Inside navigation: the view offset of its first text (-1 before it has any)."""
 
     def event(self, kind: int, value: int) -> None:
         if kind == _BLOCK:
@@ -202,6 +238,13 @@ class _Builder:
             self.cell = True
         elif kind == _OPEN:
             self.open.append([value, -1, -1])
+        elif kind == _FURNITURE:
+            if value:
+                self.navigation = -1
+            else:
+                if self.navigation is not None and 0 <= self.navigation < self.size:
+                    self.furniture.append((self.navigation, self.size, "navigation"))
+                self.navigation = None
         elif kind == _CLOSE and self.open:
             level, index, start = self.open.pop()
             title = _WS_RUN.sub(" ", "".join(self.out[index:])).strip() if index >= 0 else ""
@@ -258,6 +301,8 @@ class _Builder:
         for heading in self.open:
             if heading[1] < 0:
                 heading[1], heading[2] = len(self.out), self.size
+        if self.navigation == -1:
+            self.navigation = self.size
 
     def _append(self, text: str) -> None:
         self.out.append(text)
@@ -308,7 +353,8 @@ def markup_view(data: bytes, *, part: str | None = None, limits: Limits) -> Text
     segments = tuple(Segment(start, end, part, offsets[a], offsets[b])
                      for start, end, a, b in view.segments)
     headings = tuple(sorted(view.headings, key=lambda h: (h.start, h.level)))
-    return TextView(text, "html", segments, headings, _declared(parser))
+    return TextView(text, "html", segments, headings, _declared(parser),
+                    merged(view.furniture))
 
 
 def _declared(parser: Any) -> str:

@@ -257,6 +257,8 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig,
                 extractor=document.extractor,
                 locator=view.locate(start, end) if view else None,
                 headings=headings,
+                furniture=view.furniture_in(start, end) if view else (),
+                sections=view.sections_in(start, end) if view and view.headings else (),
             )
         )
     return chunks

@@ -1,0 +1,140 @@
+"""What an answer may quote: never furniture or a bare heading; its own section's path;
+sentences that hold what the question asks for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import TreeMaker
+from extract.test_furniture import WORDS, placed
+from extract.test_pdf import document
+
+from groundkit import store
+from groundkit.answer import ask
+from groundkit.answer.asked import asked_for, holds
+from groundkit.answer.sentences import Unit, units
+from groundkit.collection import Collection, IndexConfig, index
+from groundkit.model import Chunk
+
+
+def quoted(text: str, furniture: tuple[tuple[int, int, str], ...] = ()) -> list[tuple[str, str]]:
+    return [(u.kind, text[u.start:u.end]) for u in units(text, furniture)]
+
+
+def test_a_furniture_run_is_cut_out_of_the_unit_it_is_glued_to() -> None:
+    text = "Acme Manual 24\nThe retention is 30 days. It can be\n25 Acme Manual\nraised."
+    head, foot = (0, 14, "running-head"), (51, 65, "running-head")
+    assert quoted(text, (head, foot)) == [("sentence", "The retention is 30 days."),
+                                          ("sentence", "It can be"), ("sentence", "raised.")]
+    assert all("Acme" not in t for _, t in quoted(text, (head, foot)))
+    assert ("sentence", "Acme Manual 24\nThe retention is 30 days.") in quoted(text)
+
+
+def test_setext_asciidoc_and_wiki_headings_are_headings() -> None:
+    text = "Rotating certificates\n---------------------\n\nTell customers 14 days ahead.\n\n" \
+           "== PHP-CGI ==\n\nCHILD=10 is the default.\n"
+    assert quoted(text) == [("heading", "Rotating certificates"),
+                            ("sentence", "Tell customers 14 days ahead."),
+                            ("heading", "== PHP-CGI =="),
+                            ("sentence", "CHILD=10 is the default.")]
+
+
+def test_a_paragraph_of_lines_with_no_sentence_end_is_a_listing_line_by_line() -> None:
+    text = "Option   Default\nsize     640\ncolor    on\nfont     Arial\n"
+    assert [t for _, t in quoted(text)] == ["Option   Default", "size     640", "color    on",
+                                            "font     Arial"]
+
+
+def test_a_short_line_of_hard_wrapped_text_ends_its_unit() -> None:
+    text = ("Output resolution\nThe default resolution of the png terminal is ninety six dots "
+            "per inch,\nwhich suits most screens and printers that people use today.\n")
+    assert [t for _, t in quoted(text)] == [
+        "Output resolution",
+        "The default resolution of the png terminal is ninety six dots per inch,\n"
+        "which suits most screens and printers that people use today."]
+
+
+@pytest.mark.parametrize(("question", "kind", "good", "bad"), [
+    ("How quickly must a SEV2 page be acknowledged?", "duration", "| SEV2 | 15 minutes |",
+     "Pages go to the incident commander for SEV2."),
+    ("How often are laptops replaced?", "frequency", "Laptops are refreshed every three years.",
+     "Laptops are MacBooks."),
+    ("How many children does the init script start?", "number", "CHILD=10", "CHILD is set."),
+    ("When is the deploy freeze?", "time", "The freeze starts on 20 December.", "A freeze."),
+    ("Which option enables verbose output?", "typed", "Pass `--verbose`.", "Verbose is nice."),
+])
+def test_what_a_question_asks_for_and_which_sentence_holds_it(
+        question: str, kind: str, good: str, bad: str) -> None:
+    assert asked_for(question) == kind
+    assert holds(kind, good) and not holds(kind, bad)
+
+
+def test_a_question_of_no_known_kind_gets_no_bonus() -> None:
+    assert asked_for("Wer darf den at-Dienst benutzen?") is None
+    assert not holds(None, "30 days")
+
+
+def test_the_sentence_holding_the_asked_duration_is_quoted(
+        make_tree: TreeMaker, home: Path) -> None:
+    docs = {"oncall.md": "# Severities\n\nPages go to the incident commander for SEV2 and "
+                         "SEV1 alike, SEV2 included.\nA SEV2 page must be acknowledged within "
+                         "15 minutes.\n"}
+    index("s", IndexConfig(roots=(str(make_tree(docs)),)), home=home)
+    with Collection.open("s", home) as coll:
+        answer = ask(coll, "How quickly must a SEV2 page be acknowledged?")
+    assert answer.sentences[0].text == "A SEV2 page must be acknowledged within 15 minutes."
+
+
+def test_a_bare_heading_is_never_the_answer(make_tree: TreeMaker, home: Path) -> None:
+    docs = {"a.md": "# Wombat husbandry\n\nFeed them carrots.\n"}
+    index("h", IndexConfig(roots=(str(make_tree(docs)),)), home=home)
+    with Collection.open("h", home) as coll:
+        answer = ask(coll, "wombat husbandry")
+    assert answer.kind == "empty" and not answer.sentences
+
+
+def test_a_pdf_answer_never_quotes_its_running_head(make_tree: TreeMaker, home: Path) -> None:
+    pytest.importorskip("pypdfium2")
+    pages = [placed((760, f"Wombat Manual, retention edition {n}"),
+                    (700, f"Chapter {WORDS[n]} is about something else entirely."),
+                    (686, "Burrow logs are kept for thirty days by the wombat." if n == 3
+                     else f"Nothing about {WORDS[n]} here."), (40, str(n)))
+             for n in range(1, 6)]
+    root = make_tree({})
+    (root / "manual.pdf").write_bytes(document(pages))
+    index("p", IndexConfig(roots=(str(root),)), home=home)
+    with Collection.open("p", home) as coll:
+        answer = ask(coll, "wombat manual retention burrow logs")
+    [sentence] = answer.sentences
+    assert sentence.text == "Burrow logs are kept for thirty days by the wombat."
+    [citation] = sentence.citations
+    assert citation.locator is not None and citation.locator.pages == (3,)
+
+
+def test_a_citation_carries_its_own_sections_heading_path(
+        make_tree: TreeMaker, home: Path) -> None:
+    docs = {"guide.md": "# Guide\n\nIntro text.\n\n## Backups\n\nBackups run nightly.\n\n"
+                        "## Restores\n\nRestores need a ticket.\n"}
+    index("g", IndexConfig(roots=(str(make_tree(docs)),)), home=home)
+    with Collection.open("g", home) as coll:
+        answer = ask(coll, "do restores need a ticket")
+    [citation] = answer.sentences[0].citations
+    assert citation.text == "Restores need a ticket."
+    assert citation.headings == ("Guide", "Restores")
+
+
+def test_a_chunks_layout_survives_the_store(tmp_path: Path) -> None:
+    text = "Head 1\nBody.\n## B\nMore."
+    chunk = Chunk(chunk_id="c:" + "0" * 20, doc_id="d.md", doc_sha256="0" * 64, start=0,
+                  end=len(text), byte_start=0, byte_end=len(text), start_line=1, end_line=4,
+                  utf16_start=0, utf16_end=len(text), text=text,
+                  span_sha256=__import__("groundkit.model").model.sha256_text(text),
+                  headings=("A",), furniture=((0, 6, "running-head"),),
+                  sections=((13, ("A", "B")),))
+    conn = store.connect(tmp_path)
+    store.insert_chunks(conn, 1, str(tmp_path), "d.md", [store.chunk_row(chunk)])
+    found = store.lookup_chunk(conn, chunk.chunk_id)
+    assert found is not None and found.chunk == chunk
+    assert (chunk.heading_path_at(12), chunk.heading_path_at(14)) == (("A",), ("A", "B"))
+    assert units(text, chunk.furniture)[0] == Unit(7, 12, "sentence")
