@@ -74,6 +74,13 @@ _LINE = re.compile(r"[^\n]+")
 _NUMBER = r"(?:\S*\d\S*[ \t]+)?"
 """An optional section number before a heading's title at the start of its line."""
 _MAX_OUTLINE_DEPTH = 64
+NO_TEXT_OR_IMAGE = ("no text: no page holds text or an image (empty, drawings only, or "
+                    "content PDFium cannot parse)")
+"""The reason for a PDF without text that is not a scan either."""
+_MAX_STRING = 32_767
+"""The most characters PDFium reads of one string: a longer one is cut there, silently."""
+_IMAGE_OR_FORM = (3, 5)
+"""``FPDF_PAGEOBJ_IMAGE`` and ``FPDF_PAGEOBJ_FORM``: what a scanned page is made of."""
 
 _OPEN_ERRORS = {
     1: "malformed PDF: PDFium cannot open it",
@@ -161,7 +168,7 @@ def _extract(pdf: Any, limits: Limits) -> TextView:
                                "characters")
         texts.append(page.text)
     if not texts:
-        raise ExtractError("no text layer: scanned? OCR is not supported")
+        raise ExtractError(_no_text(pdf, count))
     headings = [Heading(page_starts[index] + _find_title(pages[index], title), level, title)
                 for level, title, index in _outline(pdf) if index in pages]
     headings.sort(key=lambda h: h.start)
@@ -222,6 +229,9 @@ def _page_text(page: Any) -> _Page:
         n_chars = raw.FPDFText_CountChars(textpage)
         if n_chars <= 0:
             return _Page("", ())
+        if n_chars >= _MAX_STRING and _holds_cut_string(raw, page, textpage):
+            raise ExtractError(f"a PDF string reaches PDFium's limit of {_MAX_STRING:,} "
+                               "characters: its text would be cut")
         buffer = (ctypes.c_ushort * (2 * n_chars + 1))()
         n_units = max(0, raw.FPDFText_GetText(textpage, 0, n_chars, buffer) - 1)
         utf16 = bytes(buffer)[: 2 * n_units].decode("utf-16-le", "surrogatepass")
@@ -233,6 +243,33 @@ def _page_text(page: Any) -> _Page:
         return _Page(text, lines)
     finally:
         textpage.close()
+
+
+def _holds_cut_string(raw: Any, page: Any, textpage: Any) -> bool:
+    """Whether a text object of ``page`` holds a string PDFium cut at :data:`_MAX_STRING`."""
+    for index in range(raw.FPDFPage_CountObjects(page)):
+        obj = raw.FPDFPage_GetObject(page, index)
+        if raw.FPDFPageObj_GetType(obj) == raw.FPDF_PAGEOBJ_TEXT and \
+                raw.FPDFTextObj_GetText(obj, textpage, None, 0) // 2 - 1 >= _MAX_STRING:
+            return True
+    return False
+
+
+def _no_text(pdf: Any, count: int) -> str:
+    """Why a PDF none of whose pages has text gives none: scanned pages hold images;
+    pages that hold nothing PDFium can read are empty or content it could not parse
+    (a 100,000-deep array swallows the page's text operators)."""
+    import pypdfium2.raw as raw
+
+    for index in range(count):
+        page = pdf[index]
+        try:
+            if any(raw.FPDFPageObj_GetType(raw.FPDFPage_GetObject(page, i)) in _IMAGE_OR_FORM
+                   for i in range(raw.FPDFPage_CountObjects(page))):
+                return "no text layer: scanned? OCR is not supported"
+        finally:
+            page.close()
+    return NO_TEXT_OR_IMAGE
 
 
 def _normalise(utf16: str) -> tuple[str, Callable[[int], int]]:
