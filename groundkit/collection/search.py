@@ -33,6 +33,7 @@ from .snapshot import Snapshot
 MAX_TOP_K = 1000
 
 
+# long: the one entry point of every search; its options are documented here, in one place
 def search(
     snap: Snapshot,
     query: str,
