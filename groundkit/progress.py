@@ -3,8 +3,9 @@
 A long run is never silent. On a terminal a bar is redrawn in place with the count, the
 rate and the time left. Elsewhere (a pipe, a log file, ``make``) a plain line is written
 when a phase starts (``embedding 12,163 chunks``), every ``log_every`` seconds while it
-runs (``embedding: 1,536/12,163 chunks (13%), 24.1/s, about 7 min left``) and, after such
-a line, when it ends; a phase with nothing to do says nothing.
+runs (``embedding: 1,536/12,163 chunks (13%), 24.1/s, about 7 min left``; for embedding,
+also right after the first batch, the first estimate) and, after such a line, when it
+ends; a phase with nothing to do says nothing.
 
 A run has phases: the files being read (the bar's title, e.g. ``indexing``), then the
 chunks being embedded (reported with the label ``embedding``). A phase's rate and time
@@ -67,12 +68,14 @@ class ProgressBar:
         elif done >= total and self._finished:
             return
         ended = done >= total
-        if now - self._last < (self.interval if self.tty else self.log_every) and not ended:
+        first = phase == EMBEDDING and done > 0 and not self._logged  # the first estimate
+        if now - self._last < (self.interval if self.tty else self.log_every) and not (
+                ended or first):
             return
         self._last = now
         if self.tty:
             self._draw(done, total, "" if phase == EMBEDDING else label, now)
-        elif done and (not ended or self._logged):
+        elif done and (first or not ended or self._logged):
             self.stream.write(self._line(done, total, now) + "\n")
             self.stream.flush()
             self._logged = True

@@ -35,6 +35,10 @@ def test_off_a_terminal_a_long_phase_logs_count_rate_and_time_left_then_its_end(
             clock.now = 5.0 * done
             bar.update(done, 3, "x.md")
         bar.update(0, 1200, "embedding")  # the next phase: its own clock
+        clock.now = 12.0
+        bar.update(50, 1200, "embedding")  # the first batch: the first estimate at once
+        clock.now = 14.0
+        bar.update(100, 1200, "embedding")  # then every log_every seconds
         clock.now = 40.0
         bar.update(300, 1200, "embedding")
         clock.now = 70.0
@@ -44,6 +48,7 @@ def test_off_a_terminal_a_long_phase_logs_count_rate_and_time_left_then_its_end(
         "indexing 3 files",
         "indexing: 2/3 files (66%), 0.2/s, about 5 s left",
         "embedding 1,200 chunks",
+        "embedding: 50/1,200 chunks (4%), 25.0/s, about 46 s left",
         "embedding: 300/1,200 chunks (25%), 10.0/s, about 2 min left",
         "embedding: 1,200/1,200 chunks (100%), 20.0/s, done in 60 s",
     ]

@@ -52,10 +52,15 @@ def test_a_plain_reindex_keeps_the_embedding_and_embeds_only_new_texts(
         make_tree: TreeMaker, home: Path, ollama: OllamaStandin,
         capsys: pytest.CaptureFixture[str]) -> None:
     root = make_tree(DOCS)
-    assert grk(capsys, "index", str(root), "-c", "k", "--chunk-size", "120", "--chunk-overlap",
-               "0", "--embed", "ollama:nomic-embed-text", "--ollama-host", ollama.url)[0] == 0
+    code, _, err = grk(capsys, "index", str(root), "-c", "k", "--chunk-size", "120",
+                       "--chunk-overlap", "0", "--embed", "ollama:nomic-embed-text",
+                       "--ollama-host", ollama.url)
     chunks = status(capsys)["chunks"]
-    assert chunks > 3 and len(SEEN) == chunks
+    assert code == 0 and chunks > 3 and len(SEEN) == chunks
+    # off a terminal, progress is plain lines: how much, then the first estimate
+    lines = err.splitlines()
+    assert lines[:2] == ["indexing 2 files", f"embedding {chunks} chunks"]
+    assert lines[2].startswith(f"embedding: {chunks}/{chunks} chunks (100%), ")
     (root / "run.md").write_text(DOCS["run.md"] + "\nA new closing paragraph.\n")
     SEEN.clear()
     code, _, err = grk(capsys, "index", "-c", "k")  # no folder, no option: as recorded
