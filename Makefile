@@ -171,12 +171,13 @@ SCALE_ARGS  ?=
 bench-scale: $(STAMP) lucene ## BM25 growth to 1M passages: build, RSS, disk, open, latency, exponents
 	$(PY) bench/bench_scale.py --sizes $(SCALE_SIZES) $(SCALE_ARGS)
 
-# Mutated real files through every extractor; .bench/fuzz.json, failing inputs in
+# Mutated real files (and issue 45's hostile inputs) through every extractor, the format
+# sniff and the verification path; .bench/fuzz.json, failing inputs in
 # .bench/fuzz-failures/. Uses the debian-handbook's pages as HTML seeds when installed.
 FUZZ_N    ?= 2000
 FUZZ_SEED ?= 28
 
-fuzz: $(STAMP) ## fuzz every extractor (FUZZ_N mutated inputs each): fails on a crash, hang or traceback
+fuzz: $(STAMP) ## fuzz every extractor, the sniff and verification (FUZZ_N inputs each): fails on a crash, hang or traceback
 	$(PY) bench/fuzz_extract.py --n $(FUZZ_N) --seed $(FUZZ_SEED)
 
 # Debian packages bench/bench_extract.py reads: its documents, poppler's pdftotext (the PDF

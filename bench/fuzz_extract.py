@@ -7,10 +7,23 @@ mutations of them (``fuzz_mutate``, ``fuzz_zip``, ``fuzz_pdf``). Input ``i`` of 
 ``f`` is made by ``random.Random(f"{seed}/{f}/{i}")`` alone, so ``--replay f:i`` makes
 it again, byte for byte.
 
-Each input runs as the indexer runs a file, ``for_file`` then ``extract`` (PDF, and
-anything over ``Limits.isolate_above``, in the extractor's own sandbox, as in
-production), inside a child forked for it (:func:`groundkit.extract.sandbox.isolate`):
-a crash of lexbor or expat kills that child, not the campaign, and is counted. Outcomes:
+The seeds include issue 45's hostile inputs (:mod:`groundkit.testing.hostile`: zip
+members that lie about their size in deflate, bzip2 and LZMA, a quadratic HTML page and
+EPUB, a PDF with a 100,000-deep array and one with a string past PDFium's limit), so
+their mutations are fuzzed too.
+
+Each input runs as the indexer runs a file, ``for_file`` then ``extract`` (every
+extraction in the extractor's sandbox, as in production), inside a child forked for it
+(:func:`groundkit.extract.sandbox.isolate`): a crash of lexbor or expat kills that
+child, not the campaign, and is counted. Two more campaigns (:data:`PATHS`) take the
+inputs of every format, in turn, through the other paths a file's bytes take:
+
+- ``sniff``: ``for_file`` alone, the one parse done in the calling process, in a child
+  of :data:`SNIFF_MEMORY` and :data:`SNIFF_TIMEOUT_S` (past either: a failure);
+- ``verify``: re-extraction for verification (``reread.as_indexed`` with the identity
+  of the seed's format), as ``grk fetch`` and the MCP ``fetch_chunk`` run it.
+
+Outcomes:
 
 - ``view`` / ``empty view``: a :class:`TextView` that passes ``fuzz_check.check_view``
   (every 20th input is extracted twice and must give the same view);
@@ -61,9 +74,17 @@ from fuzz_pdf import PDF_OPS
 from fuzz_zip import RAW_ZIP_OPS, ZIP_OPS
 
 from groundkit.extract import ExtractError, Limits, extract, extractor, for_file, identity_of
+from groundkit.extract.reread import as_indexed
 from groundkit.extract.sandbox import isolate
+from groundkit.testing import hostile
 
 FORMATS = ("pdf", "html", "docx", "odt", "epub")
+PATHS = ("sniff", "verify")
+TARGETS = (*FORMATS, *PATHS)
+SNIFF_MEMORY = 64 << 20
+"""New address space the sniff of one input may use (it reads at most a zip's directory
+and 128 bytes of one member: a sniff that inflates a member fails here)."""
+SNIFF_TIMEOUT_S = 5.0
 FIXTURES = ROOT / "tests" / "extract" / "fixtures"
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html")
 HANDBOOK_PAGES = 60
@@ -89,8 +110,24 @@ def load_corpus() -> Corpus:
     spread = pages[::max(1, len(pages) // HANDBOOK_PAGES)][:HANDBOOK_PAGES]
     found = {"pdf": files("pdf", "pdf"), "html": files("html", "html") + spread,
              **{fmt: files("office", fmt) for fmt in ("docx", "odt", "epub")}}
-    return Corpus({fmt: tuple((p.name, p.read_bytes()) for p in paths)
+    return Corpus({fmt: tuple((p.name, p.read_bytes()) for p in paths) + HOSTILE.get(fmt, ())
                    for fmt, paths in found.items()})
+
+
+def hostile_seeds() -> dict[str, tuple[tuple[str, bytes], ...]]:
+    """Issue 45's hostile inputs, by the format their name claims."""
+    bombs = [(f"bomb-{name}.epub", hostile.mimetype_bomb(mib, method))
+             for name, mib, method in (("deflate", 256, hostile.DEFLATED),
+                                       ("bzip2", 16, hostile.BZIP2), ("lzma", 16, hostile.LZMA))]
+    return {"html": (("quadratic.html", hostile.quadratic_html()),),
+            "epub": (("quadratic.epub", hostile.quadratic_epub()), *bombs),
+            "odt": (("bomb-deflate.odt", hostile.mimetype_bomb(256, hostile.DEFLATED)),),
+            "pdf": (("deep-array.pdf", hostile.deep_array_pdf()),
+                    ("long-string.pdf", hostile.long_string_pdf(40_000)))}
+
+
+HOSTILE: dict[str, tuple[tuple[str, bytes], ...]] = {}
+"""Filled by :func:`main` (building them takes a second) before the workers fork."""
 
 
 def preload(formats: list[str]) -> dict[str, str]:
@@ -103,26 +140,45 @@ def preload(formats: list[str]) -> dict[str, str]:
     return {fmt: identity_of(fmt) for fmt in formats}
 
 
-def make_input(corpus: Corpus, seed: int, fmt: str, index: int) -> tuple[str, bytes, list[str]]:
-    """Input ``index`` of ``fmt``: its file name (which ``for_file`` reads), its bytes and
-    the operators applied."""
+def base_format(target: str, index: int) -> tuple[str, int]:
+    """The format whose inputs input ``index`` of ``target`` takes, and its index there:
+    a path campaign takes every format's in turn."""
+    if target in PATHS:
+        return FORMATS[index % len(FORMATS)], index // len(FORMATS)
+    return target, index
+
+
+def make_input(corpus: Corpus, seed: int, target: str, index: int,
+               ) -> tuple[str, bytes, list[str]]:
+    """Input ``index`` of ``target``: its file name (which ``for_file`` reads), its bytes
+    and the operators applied."""
+    fmt, index = base_format(target, index)
     group = corpus.seeds[fmt]  # seeds as they are first, then mutations (larger seeds more)
     if index < len(group):
         return group[index][0], group[index][1], ["seed"]
-    rng = random.Random(f"{seed}/{fmt}/{index}")
+    salt = f"{target}/" if target in PATHS else ""
+    rng = random.Random(f"{seed}/{salt}{fmt}/{index}")
     name, data = rng.choices(group, weights=[len(d) ** 0.5 for _, d in group])[0]
     data, ops = mutate(rng, data, replace(corpus, fmt=fmt), STRUCTURAL[fmt], RAW.get(fmt, ()),
                        BYTE_SHARE.get(fmt, 1.0))
     return name, data, ops
 
 
-def attempt(relpath: str, data: bytes, limits: Limits, twice: bool) -> tuple[str, str, str, str]:
-    """``(outcome, kind or reason, format extracted as, traceback)`` of one input."""
+def attempt(relpath: str, data: bytes, limits: Limits, twice: bool,
+            path: tuple[str, str] = ("", "")) -> tuple[str, str, str, str]:
+    """``(outcome, kind or reason, format extracted as, traceback)`` of one input, taken
+    through ``path``: ``("", "")`` as the indexer reads a file, ``("sniff", _)`` the
+    format sniff alone, ``("verify", format)`` re-extraction as that format was indexed."""
     name: str | None = None
     try:
+        if path[0] == "verify":
+            name = path[1]
+            view = as_indexed(relpath, data, identity_of(name), limits)
+            problem = check_view(name, data, view)
+            return ("invariant", problem, name, "") if problem else ("view", "view", name, "")
         name = for_file(relpath, data)
-        if name is None:
-            return "view", "plain text", "", ""
+        if path[0] == "sniff" or name is None:
+            return "view", "view" if path[0] else "plain text", name or "", ""
         view = extract(name, data, limits)
         problem = check_view(name, data, view)
         if problem is None and twice and not same_view(view, extract(name, data, limits)):
@@ -167,12 +223,14 @@ def classify(outcome: str, kind: str) -> tuple[str, str]:
 def run_one(seed: int, fmt: str, index: int, timeout: float) -> dict[str, Any]:
     relpath, data, ops = make_input(CORPUS, seed, fmt, index)
     limits = Limits(timeout_s=timeout)
-    twice = index % TWICE_EVERY == 0
+    twice = index % TWICE_EVERY == 0 and fmt not in PATHS
+    path = (fmt, base_format(fmt, index)[0]) if fmt in PATHS else ("", "")
+    child_timeout = SNIFF_TIMEOUT_S if fmt == "sniff" else (1 + twice) * timeout + 10
     start = time.perf_counter()
     try:
-        outcome, kind, name, detail = isolate(lambda: attempt(relpath, data, limits, twice),
-                                              timeout_s=(1 + twice) * timeout + 10,
-                                              memory_bytes=MEMORY)
+        outcome, kind, name, detail = isolate(
+            lambda: attempt(relpath, data, limits, twice, path), timeout_s=child_timeout,
+            memory_bytes=SNIFF_MEMORY if fmt == "sniff" else MEMORY)
     except ExtractError as exc:  # the fuzzer's own child: killed, hung, out of memory
         reason = str(exc)
         outcome = next((f for text, f in _OUTER if text in reason), "crash")
@@ -200,7 +258,7 @@ def campaign(args: argparse.Namespace) -> list[dict[str, Any]]:
             if done * 10 // total != (done - len(chunk)) * 10 // total:
                 bad = sum(r["outcome"] in FAILURES for r in records)
                 print(f"  {done}/{total} inputs, {bad} failures", flush=True)
-    return sorted(records, key=lambda r: (FORMATS.index(r["format"]), r["index"]))
+    return sorted(records, key=lambda r: (TARGETS.index(r["format"]), r["index"]))
 
 
 def summarise(records: list[dict[str, Any]], fmt: str) -> dict[str, Any]:
@@ -254,7 +312,8 @@ def report(args: argparse.Namespace, records: list[dict[str, Any]], wall: float,
         "timeout_s": args.timeout, "inputs": len(records), "wall_s": round(wall, 1),
         "inputs_per_s": round(len(records) / wall, 1), "failures": len(failed),
         "contained": len(saved) - len(failed),
-        "seeds": {fmt: [name for name, _ in CORPUS.seeds[fmt]] for fmt in args.formats},
+        "seeds": {fmt: [name for name, _ in CORPUS.seeds[fmt]] for fmt in args.formats
+                  if fmt in CORPUS.seeds},
         "formats": per_format, "failed": failed,
         "contained_inputs": [f for f in saved if f["outcome"] == "contained"],
         "machine": before, "loadavg_after": load_average(),
@@ -285,7 +344,9 @@ def replay(args: argparse.Namespace) -> int:
     if args.save:
         Path(args.save).write_bytes(data)
     start = time.perf_counter()
-    outcome, kind, name, detail = attempt(relpath, data, Limits(timeout_s=args.timeout), True)
+    path = (fmt, base_format(fmt, int(index))[0]) if fmt in PATHS else ("", "")
+    outcome, kind, name, detail = attempt(relpath, data, Limits(timeout_s=args.timeout),
+                                          fmt not in PATHS, path)
     print(f"{classify(outcome, kind)} as {name or '-'} in {time.perf_counter() - start:.2f} s")
     print(detail, end="")
     return 0
@@ -295,7 +356,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="inputs per extractor")
     parser.add_argument("--seed", type=int, default=28)
-    parser.add_argument("--formats", type=lambda s: s.split(","), default=list(FORMATS))
+    parser.add_argument("--formats", type=lambda s: s.split(","), default=list(TARGETS),
+                        help=f"extractors and paths to fuzz (default: {','.join(TARGETS)})")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds an input may take (the PDF sandbox's limit)")
@@ -303,8 +365,9 @@ def main() -> int:
     parser.add_argument("--save", help="with --replay: write the input to this file")
     args = parser.parse_args()
     global CORPUS
+    HOSTILE.update(hostile_seeds())
     CORPUS = load_corpus()
-    before = machine(extractors=preload(args.formats))
+    before = machine(extractors=preload(list(FORMATS)))
     if args.replay:
         return replay(args)
     start = time.perf_counter()
