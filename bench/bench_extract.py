@@ -17,7 +17,12 @@ syntax lightly stripped, ``markitdown-stripped``, same output), pdfminer.six and
 4. ``index()`` (as ``grk index``) over a folder of those PDFs and pages against a folder
    of their reference texts as ``.txt``: MB/s of raw input and peak RSS;
 5. the same over golden v3's formats slice (PDF, HTML, DOCX, ODT, EPUB: the files
-   ``make eval`` measures retrieval on) against its text views saved as ``.txt``.
+   ``make eval`` measures retrieval on) against its text views saved as ``.txt``;
+6. the sandbox's start-up per file (issue 45, ADR 0018): every extraction now runs in a
+   forked child, where a page under 256 KiB was parsed in the calling process before;
+   the small pages of ``tests/extract/fixtures/html`` extracted both ways, median per
+   file, in this process and with :data:`BALLAST_MIB` more resident in it (a fork copies
+   the page tables of what the parent holds).
 
 A missing document, tool or library prints ``not measured: <why>`` for its row.
 
@@ -172,6 +177,57 @@ def index_block(docs: dict[str, Path], texts: dict[str, str], repeat: int) -> di
                             Path(tmp, "homes"), repeat)
 
 
+BALLAST_MIB = 256
+SANDBOX_PAGES = Path(__file__).resolve().parents[1] / "tests" / "extract" / "fixtures" / "html"
+
+
+def sandbox_block(repeat: int) -> dict[str, Any]:
+    """Median ms per small page: parsed here (the path before ADR 0018) and in the
+    sandbox, in this process as it is and with :data:`BALLAST_MIB` more resident."""
+    import statistics
+    import time
+
+    from groundkit.extract import DEFAULT_LIMITS, extract, extractor
+
+    pages = [p.read_bytes() for p in sorted(SANDBOX_PAGES.glob("*.html"))]
+    if not pages:
+        return {"not_measured": f"no pages under {SANDBOX_PAGES}"}
+    html = extractor("html")
+
+    def median_ms(run: Any) -> float:
+        best = []
+        for data in pages:
+            times = []
+            for _ in range(max(repeat, 5)):
+                start = time.perf_counter()
+                run(data)
+                times.append(time.perf_counter() - start)
+            best.append(min(times))
+        return round(1000 * statistics.median(best), 2)
+
+    row: dict[str, Any] = {"pages": len(pages), "kb": [len(d) >> 10 for d in pages]}
+    row["in_process_ms"] = median_ms(lambda d: html.extract(d, DEFAULT_LIMITS))
+    row["sandboxed_ms"] = median_ms(lambda d: extract("html", d))
+    ballast = bytearray(BALLAST_MIB << 20)
+    ballast[::4096] = b"\1" * len(ballast[::4096])  # resident, not just reserved
+    row["sandboxed_with_ballast_ms"] = median_ms(lambda d: extract("html", d))
+    del ballast
+    row["startup_ms"] = round(row["sandboxed_ms"] - row["in_process_ms"], 2)
+    row["startup_with_ballast_ms"] = round(row["sandboxed_with_ballast_ms"]
+                                           - row["in_process_ms"], 2)
+    return row
+
+
+def print_sandbox(row: dict[str, Any]) -> None:
+    if "not_measured" in row:
+        log(f"\nsandbox start-up: not measured: {row['not_measured']}")
+        return
+    log(f"\nsandbox start-up per file ({row['pages']} pages of {row['kb']} KB, median of the "
+        f"best times): in process {row['in_process_ms']} ms, sandboxed {row['sandboxed_ms']} "
+        f"ms (+{row['startup_ms']} ms a file); with {BALLAST_MIB} MiB more resident in the "
+        f"parent {row['sandboxed_with_ballast_ms']} ms (+{row['startup_with_ballast_ms']} ms)")
+
+
 GOLDEN_V3 = Path(__file__).resolve().parents[1] / "golden" / "v3"
 SLICE = ("r-manuals", "gnuplot", "debian-handbook")
 
@@ -295,6 +351,8 @@ def main() -> int:
     ratios(result)
     for fmt in ("pdf", "html"):
         print_format(fmt, result[fmt])
+    result["sandbox_startup"] = sandbox_block(args.repeat)
+    print_sandbox(result["sandbox_startup"])
     if not args.no_index:
         log("\nindexing...")
         result["index"] = index_block(docs, texts, args.index_repeat)
