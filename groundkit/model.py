@@ -12,6 +12,7 @@ import hashlib
 import re
 from dataclasses import InitVar, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from .errors import InvalidSpanError
@@ -126,6 +127,31 @@ class Locator:
                 page_label=piece.page_label, view_start=piece.view_start + lead,
                 view_end=piece.view_end - tail))
         return Locator(format=self.format, spans=tuple(kept))
+
+
+def open_link(file: str, locator: Locator | None, line: int) -> str:
+    """Where a person opens a span at its place: ``file:///…#page=N`` for a PDF (viewers
+    open that page), ``PATH:LINE`` for a text or Markdown file (as editors and terminals
+    take it), the ``file://`` URI of any other file."""
+    if locator is not None and locator.pages:
+        return f"{Path(file).as_uri()}#page={locator.pages[0]}"
+    if locator is None:
+        return f"{file}:{line}"
+    return Path(file).as_uri()
+
+
+def page_place(locator: Locator | None) -> str:
+    """``p. 14`` / ``p. 14-15`` of a PDF span, with its printed labels where they are not
+    the page numbers (``p. 14 (printed iv)``); empty for a span without pages."""
+    if locator is None or not locator.pages:
+        return ""
+    first, last = locator.pages[0], locator.pages[-1]
+    place = f"p. {first}" + (f"-{last}" if last != first else "")
+    labels = [s.page_label for s in locator.spans if s.page_label]
+    if labels:
+        shown = labels[0] + (f"-{labels[-1]}" if labels[-1] != labels[0] else "")
+        place += f" (printed {shown})"
+    return place
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -316,6 +342,8 @@ class Hit:
     """With verify, where the passage ranked and did not verify (and any copies that did
     not either), best-ranked first: the hit shown is an identical copy that does. Empty
     for a hit shown where it ranked."""
+    file: str | None = None
+    """The source file's absolute path, where the search knows it (for links)."""
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -345,6 +373,8 @@ class Hit:
             "also_in": [d.to_dict() for d in self.also_in],
             "superseded": self.superseded,
             "replaced": [r.to_dict() for r in self.replaced],
+            "file": self.file,
+            "link": open_link(self.file, c.locator, c.start_line) if self.file else None,
         }
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidSpanError
-from ..model import OFFSET_UNIT, Chunk, Hit, Locator, Replaced, Status, utf16_len
+from ..model import (OFFSET_UNIT, Chunk, Hit, Locator, Replaced, Status, open_link,
+                     page_place, utf16_len)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +46,13 @@ class Citation:
     replaced: tuple[Replaced, ...] = ()
     """The places of the passage that did not verify, when its verified copy is cited in
     their place (:attr:`groundkit.model.Hit.replaced`)."""
+    file: str | None = None
+    """The source file's absolute path (for :attr:`link`), where the search knew it."""
+
+    @property
+    def link(self) -> str | None:
+        """Where a person opens the quote at its place (:func:`~groundkit.model.open_link`)."""
+        return open_link(self.file, self.locator, self.start_line) if self.file else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "chunk_id": self.chunk_id, "path": self.path,
@@ -56,7 +64,9 @@ class Citation:
                 "headings": list(self.headings),
                 "source": self.locator.to_dict() if self.locator else None,
                 "superseded": self.superseded,
-                "replaced": [r.to_dict() for r in self.replaced]}
+                "replaced": [r.to_dict() for r in self.replaced],
+                "page": page_place(self.locator) or None, "file": self.file,
+                "link": self.link}
 
     def page_location(self, document_index: int) -> dict[str, Any] | None:
         """The citation as an Anthropic Citations ``page_location`` (PDF pages, the end page
@@ -118,7 +128,7 @@ class Passage:
             verdict=self.verdict.value, passage=self.number,
             headings=c.heading_path_at(start),
             locator=c.locator.narrow(c.start + start, c.start + end) if c.locator else None,
-            superseded=self.superseded, replaced=self.hit.replaced)
+            superseded=self.superseded, replaced=self.hit.replaced, file=self.hit.file)
 
     def search_result(self) -> dict[str, Any]:
         """The passage as an Anthropic ``search_result`` content block."""

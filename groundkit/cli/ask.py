@@ -79,9 +79,12 @@ def _sentences(value: str) -> int:
 
 
 def _where(c: dict[str, Any]) -> str:
+    """Where a citation is, on one line: the page of a PDF (an extracted view's line numbers
+    mean nothing to a reader), the lines of any other file."""
     lines = (f"line {c['start_line']}" if c["start_line"] == c["end_line"]
              else f"lines {c['start_line']}-{c['end_line']}")
-    return (f"{c['collection']}:{c['path']} {lines}, chars {c['start']}-{c['end']} "
+    place = c.get("page") or lines
+    return (f"{c['collection']}:{c['path']} {place}, chars {c['start']}-{c['end']} "
             f"({c['verdict']})" + (f" — superseded ({c['superseded']})"
                                    if c.get("superseded") else "")
             + "".join(f" — in place of {r['path']} ({r['status']}: {r['reason']})"
@@ -99,9 +102,13 @@ def print_answer(data: dict[str, Any]) -> None:
         mark = "" if sentence["supported"] else "  [unsupported: no verified quote]"
         if sentence.get("context"):
             print(terminal.line(f"  (table header: {sentence['context']['text']})"))
-        print(terminal.line(f"{sentence['text']}{mark}"))
+        print(terminal.block(f"{sentence['text']}{mark}"))
         for c in sentence["citations"]:
             print(terminal.line(f"  [{n}] {_where(c)}"))
+            if c["headings"]:
+                print(terminal.line("      " + " › ".join(c["headings"])))
+            if c.get("link"):
+                print(terminal.line(f"      open: {c['link']}"))
     for conflict in data.get("conflicts", []):
         print(f"Sources disagree on {conflict['about']}:")
         for side in conflict["sides"]:

@@ -6,7 +6,7 @@ import re
 import sys
 from collections.abc import Collection
 
-from ..model import Chunk, Hit, Locator
+from ..model import Chunk, Hit, Locator, open_link, page_place
 from ..retrieval.gate import Decision
 from ..text import terminal
 from ..text.analysis import Analyzer
@@ -50,10 +50,10 @@ def where(c: Chunk) -> str:
 
 
 def source_place(locator: Locator) -> str:
-    """``p. 41-42`` for PDF pages; ``bytes 1804-2930`` (``in OEBPS/ch1.xhtml``) else."""
-    pages = locator.pages
-    if pages:
-        return f"p. {pages[0]}" + (f"-{pages[-1]}" if len(pages) > 1 else "")
+    """``p. 41-42`` for PDF pages (``p. 14 (printed iv)`` where the PDF labels its pages);
+    ``bytes 1804-2930`` (``in OEBPS/ch1.xhtml``) else."""
+    if locator.pages:
+        return terminal.line(page_place(locator))
     first = locator.spans[0] if locator.spans else None
     if first is None or first.byte_start is None:
         return ""
@@ -97,6 +97,8 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
                     print(f"       {t['term']!r}: idf {t['idf']:.4f} × tf {t['tf']} "
                           f"(doc length {t['doc_length']}, norm {t['norm_length']}) "
                           f"= {t['score']:.4f}")
+        if hit.file:
+            print(terminal.line(f"     open: {open_link(hit.file, c.locator, c.start_line)}"))
         print(f"     {c.chunk_id}")
 
 

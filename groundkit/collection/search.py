@@ -8,6 +8,7 @@ been indexed with an embedding model and the ``dense`` extra installed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,7 +139,8 @@ def _hits(snap: Snapshot, scored: Sequence[Scored], stored: Sequence[StoredChunk
     return [
         Hit(chunk=s.stored.chunk, score=sc.score, rank=rank, explanation=sc.explanation,
             verdict=s.verdict, stale=changed[s.stored.chunk.doc_id], also_in=s.also_in,
-            superseded=snap.superseded(s.stored.chunk.doc_id), replaced=s.replaced)
+            superseded=snap.superseded(s.stored.chunk.doc_id), replaced=s.replaced,
+            file=os.path.join(s.stored.root, s.stored.relpath))
         for rank, (sc, s) in enumerate(zip(scored, shown, strict=True), start=1)
     ]
 

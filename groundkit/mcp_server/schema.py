@@ -122,6 +122,9 @@ class SourceSpanOut(_Out):
     page_end: int | None = None
     bbox: list[float] | None = Field(default=None, description="The span's box on the page: "
                                      "left, bottom, right, top in PDF points.")
+    page_label: str | None = Field(default=None, description="The page's printed label "
+                                   "(PDF /PageLabels, e.g. 'iv') where it is not its number; "
+                                   "page is always the physical page.")
     view_start: int | None = Field(default=None, description="The text-view code points "
                                    "this piece covers (start/end are in the same unit).")
     view_end: int | None = None
@@ -312,7 +315,9 @@ class StatusOutput(_Out):
 
 def hit_output(hit: Hit, collection: str, rank: int) -> SearchHit:
     """The hit's one serialised form, re-ranked among the merged collections."""
-    return SearchHit(**{**hit.to_dict(collection), "rank": rank}, text_truncated=False)
+    data = hit.to_dict(collection)
+    del data["file"], data["link"]  # a tool result never shows a host path (ADR-0008)
+    return SearchHit(**{**data, "rank": rank}, text_truncated=False)
 
 
 def fetch_output(verdict: Verdict, stored: store.StoredChunk | None,

@@ -138,3 +138,42 @@ def test_a_chunks_layout_survives_the_store(tmp_path: Path) -> None:
     assert found is not None and found.chunk == chunk
     assert (chunk.heading_path_at(12), chunk.heading_path_at(14)) == (("A",), ("A", "B"))
     assert units(text, chunk.furniture)[0] == Unit(7, 12, "sentence")
+
+
+def labelled_manual(root: Path) -> Path:
+    """A five-page PDF whose pages are labelled i, ii, 1, 2, 3; the answer is on page 4."""
+    pages = [placed((760, f"Wombat Manual {n}"), (700, f"Chapter {WORDS[n]} is elsewhere."),
+                    (686, "Burrow logs are kept for thirty days by the wombat." if n == 4
+                     else f"Nothing about {WORDS[n]} here."))
+             for n in range(1, 6)]
+    path = root / "manual.pdf"
+    path.write_bytes(document(pages, catalog=b"/PageLabels << /Nums [0 << /S /r >> "
+                                              b"2 << /S /D >>] >>"))
+    return path
+
+
+def test_every_face_gives_the_page_its_label_and_a_link_that_opens_it(
+        make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pypdfium2")
+    import json
+
+    from groundkit.cli import main
+
+    root = make_tree({"notes.md": "# Burrows\n\nBurrow logs are also noted in notes.\n"})
+    pdf = labelled_manual(root)
+    index("m", IndexConfig(roots=(str(root),)), home=home)
+    args = ["-c", "m", "--home", str(home)]
+    assert main(["ask", "how long are burrow logs kept by the wombat", *args]) == 0
+    out = capsys.readouterr().out
+    assert "manual.pdf p. 4 (printed 2), chars" in out
+    assert f"open: {pdf.as_uri()}#page=4" in out
+    assert main(["ask", "how long are burrow logs kept by the wombat", *args, "--json"]) == 0
+    [citation] = json.loads(capsys.readouterr().out)["sentences"][0]["citations"]
+    assert (citation["page"], citation["link"]) == ("p. 4 (printed 2)", f"{pdf.as_uri()}#page=4")
+    assert citation["source"]["spans"][0]["page_label"] == "2"
+    assert main(["search", "burrow logs noted", *args, "--top-k", "2"]) == 0
+    assert f"open: {root / 'notes.md'}:1" in capsys.readouterr().out
+    assert main(["search", "burrow logs wombat", *args, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert f"{pdf.as_uri()}#page={hits[0]['source']['spans'][0]['page']}" in {
+        h["link"] for h in hits}

@@ -39,9 +39,12 @@ def test_a_checked_reply_prints_each_quote_at_its_file_offsets(
                               'They are kept "kept for 30 days" [1].')
     start = DOCS["logging.md"].index("kept for 30 days")
     assert code == 0
-    assert out.splitlines() == ['They are kept "kept for 30 days" [1].',
-                                f"  [1] notes:logging.md line 3, chars {start}-{start + 16} "
-                                "(verified)"]
+    lines = out.splitlines()
+    assert lines[:3] == ['They are kept "kept for 30 days" [1].',
+                         f"  [1] notes:logging.md line 3, chars {start}-{start + 16} "
+                         "(verified)", "      Logging"]
+    assert lines[3].startswith("      open: /") and lines[3].endswith("/logging.md:3")
+    assert len(lines) == 4
     assert "Deployment logs are kept" in chats[0]["messages"][1]["content"]
 
 
