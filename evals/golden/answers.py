@@ -15,7 +15,14 @@ as the chunk judgments, at the level of the quoted span):
   with a gold quote in a passage the answerer was given) and **kept** (the share of
   those the answer then cites correctly: what sentence choice loses of what retrieval
   found); **superseded first** counts the answers whose first citation is of a
-  document that says it is superseded (golden: the archived Birchline policy).
+  document that says it is superseded (golden: the archived Birchline policy);
+  **furniture quotes** counts citations that quote page furniture (a running head, a page
+  number, a contents line, navigation: must be 0), and the **formats slice**
+  (``formats_*``) repeats answer success and citation precision on the judged questions
+  whose gold quotes lie in PDF, HTML, DOCX, ODT or EPUB files.
+
+Beside them, ``furniture`` scores the furniture detector against a labelled sample of
+golden v4's PDF and HTML pages (:mod:`evals.golden.furniture`).
 
 Per mode (``by_mode``: bm25, dense, hybrid, on the test part; dense and hybrid from
 the suite's MiniLM collection when the run has it), the same scores; hybrid's also
@@ -190,6 +197,7 @@ def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
 
     judged = [q for q in questions if q.gold]
     no_answer = [q for q in questions if not q.gold]
+    extracted = [q for q in judged if _extracted(q)]
     cited = [(q, c) for q in judged for c in shown(q.query_id)]
     right = {q.query_id for q in judged if any(_correct(c, q) for c in shown(q.query_id))}
     good = sum(1 for q, c in cited if _correct(c, q))
@@ -210,7 +218,36 @@ def _scores(questions: Sequence[rpt.Question], answers: Mapping[str, Answer],
         "citations": len(cited),
         "no_answer_answered": (sum(1 for q in no_answer if shown(q.query_id)) / len(no_answer)
                                if no_answer else None),
+        "furniture_quotes": sum(_furniture(answers[q.query_id], c)
+                                for q in questions for c in shown(q.query_id)),
+        "formats_judged": len(extracted),
+        "formats_answer_success": (sum(1 for q in extracted if q.query_id in right)
+                                   / len(extracted) if extracted else None),
+        "formats_citation_precision": _precision(
+            [(q, c) for q in extracted for c in shown(q.query_id)]),
     }
+
+
+EXTRACTED = (".pdf", ".html", ".htm", ".xhtml", ".docx", ".odt", ".epub")
+"""The formats slice: questions whose gold quotes lie in files read through an extractor."""
+
+
+def _extracted(question: rpt.Question) -> bool:
+    return any(g.doc_id.lower().endswith(EXTRACTED) for g in question.gold)
+
+
+def _precision(cited: Sequence[tuple[rpt.Question, Citation]]) -> float | None:
+    return sum(1 for q, c in cited if _correct(c, q)) / len(cited) if cited else None
+
+
+def _furniture(answer: Answer, citation: Citation) -> bool:
+    """Whether a citation quotes any of its passage's furniture (should never happen)."""
+    passage = next((p for p in answer.passages if p.number == citation.passage), None)
+    if passage is None:
+        return False
+    chunk = passage.chunk
+    return any(chunk.start + a < citation.end and citation.start < chunk.start + b
+               for a, b, _ in chunk.furniture)
 
 
 def _duplicates(citations: Sequence[Citation]) -> int:

@@ -132,11 +132,14 @@ class CollectionSuite:
         if not self.answers:
             return {}
         from .answers import answer_block
+        from .furniture import detector_block
 
         coll, _ = self._opened_for(self.settings_of(STAGES[BASELINE]), BASELINE, lambda _: None)
-        return {"answers": answer_block(
-            self.questions, coll,
-            lambda text: self._evidence.signals(coll.snapshot, "bm25", text))}
+        block = answer_block(self.questions, coll,
+                             lambda text: self._evidence.signals(coll.snapshot, "bm25", text))
+        if self.golden.version == 4:  # the labelled sample is of golden v4's pages
+            block["extractive"]["furniture"] = detector_block(self.golden.root)
+        return {"answers": block}
 
     def _opened_for(self, settings: IndexSettings, stage: str,
                     log: Log) -> tuple[Collection, metrics.Qrels]:

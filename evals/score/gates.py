@@ -96,7 +96,7 @@ def _observed(report: Mapping[str, Any], stage: Mapping[str, Any]) -> dict[str, 
         out.update({f"gate.{k}": v for k, v in values.items() if v is not None})
     answers = report.get("answers", {}).get("extractive")
     if answers is not None and stage["name"] == report.get("baseline"):
-        for part in ("all", "gate", "conflicts"):
+        for part in ("all", "gate", "conflicts", "furniture"):
             if answers.get(part):
                 out.update({f"answers.{part}.{k}": v for k, v in answers[part].items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})

@@ -61,9 +61,10 @@ CONTENTS_LINES = 6
 """Lines ending in a page number a page needs before it can be a table of contents."""
 NAVIGATION_CLASSES = frozenset({
     "docnav", "navheader", "navfooter", "navbar", "navigation", "breadcrumb", "breadcrumbs",
-    "skip-link", "skiplink", "site-header", "site-footer", "site-nav"})
-"""``class`` tokens that mark HTML navigation (DocBook's ``docnav``, ``navheader`` and
-``navfooter``; common theme names). DocBook's ``sidebar`` is content, so it is not here."""
+    "skip-link", "skiplink", "site-header", "site-footer", "site-nav", "banner", "masthead"})
+"""``class`` or ``id`` tokens that mark HTML navigation (DocBook's ``docnav``,
+``navheader`` and ``navfooter``; a site ``banner``; common theme names). DocBook's
+``sidebar`` is content, so it is not here."""
 NAVIGATION_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 
 _DIGITS = re.compile(r"\d+")
@@ -73,7 +74,10 @@ _REFS = r"\d{1,5}(?:\s*[-–]\s*\d{1,5})?(?:\s*,\s*\d{1,5}(?:\s*[-–]\s*\d{1,5}
 """Page references: ``47``, ``20, 43, 61``, ``12-14``."""
 _LEADER = re.compile(rf"(?:\.\s?){{4,}}\s*(?:{_REFS}|[ivxlcdm]{{1,8}})\s*$|…{{2,}}\s*{_REFS}\s*$",
                      re.I)
-_INDEX_ENTRY = re.compile(rf"\S.*?,\s*{_REFS}\s*")
+_INDEX_ENTRY = re.compile(rf"\S.*?,\s*{_REFS}\s*,?\s*")
+_INDEX_CONTINUED = re.compile(rf"{_REFS}\s*,?")
+_INDEX_TITLE = re.compile(r"(?:[\w-]+ ){0,3}index", re.I)
+_CONTENTS_TITLE = re.compile(r"(?:table of )?contents", re.I)
 _ENDS_IN_NUMBER = re.compile(r"\S.*?\s(\d{1,5})\s*$")
 
 
@@ -148,28 +152,36 @@ def _repeated(places: Sequence[tuple[int, float]], page: int, top: float) -> boo
 
 
 def _contents_lines(page: PageLines) -> list[int]:
-    """The page's table-of-contents lines: dot leaders anywhere; lines ending in rising
-    page numbers where they are most of a page's lines."""
-    lines = [(i, page.text[s:e]) for i, (s, e, _) in enumerate(page.lines)
+    """The page's table-of-contents lines: dot leaders anywhere; on a page where lines
+    ending in page numbers (leaders or not) are most lines and those numbers rise, each
+    such line and the page's ``Contents`` heading."""
+    lines = [(i, page.text[s:e].strip()) for i, (s, e, _) in enumerate(page.lines)
              if page.text[s:e].strip()]
     found = [i for i, line in lines if _LEADER.search(line)]
     numbered = [(i, int(m.group(1))) for i, line in lines
-                if (m := _ENDS_IN_NUMBER.fullmatch(line)) and not _LEADER.search(line)]
+                if (m := _ENDS_IN_NUMBER.fullmatch(line))]
     if len(numbered) >= CONTENTS_LINES and 2 * len(numbered) >= len(lines):
         rises = sum(1 for (_, a), (_, b) in itertools.pairwise(numbered) if b >= a)
         if rises >= 0.9 * (len(numbered) - 1):
             found.extend(i for i, _ in numbered)
+            found.extend(i for i, line in lines if _CONTENTS_TITLE.fullmatch(line))
     return sorted(set(found))
 
 
 def _index_lines(page: PageLines) -> list[int]:
-    """The page's index entries and letter headings, when entries are most of its lines."""
+    """On a page whose lines are mostly index entries (``pm3d, 64, 141``, or with dot
+    leaders), each entry, each line that only continues one (``232``, ``using, 34, 36,``),
+    each one-letter group heading and the page's ``Index`` heading."""
     lines = [(i, page.text[s:e].strip()) for i, (s, e, _) in enumerate(page.lines)
              if page.text[s:e].strip()]
-    entries = [i for i, line in lines if _INDEX_ENTRY.fullmatch(line)]
+    entries = [i for i, line in lines if _INDEX_ENTRY.fullmatch(line)
+               or (_LEADER.search(line) and "," in line)]
     if len(entries) < CONTENTS_LINES or 2 * len(entries) < len(lines):
         return []
-    return sorted({*entries, *(i for i, line in lines if len(line) <= 2 and line.isalpha())})
+    return sorted({*entries, *(i for i, line in lines
+                              if (len(line) <= 2 and line.isalpha())
+                              or _INDEX_CONTINUED.fullmatch(line)
+                              or _INDEX_TITLE.fullmatch(line))})
 
 
 def merged(runs: Iterable[Run]) -> tuple[Run, ...]:
@@ -195,5 +207,5 @@ def is_navigation(tag: str, attributes: dict[str, str | None], inside_content: b
         return True
     if (attributes.get("role") or "").strip().casefold() in NAVIGATION_ROLES:
         return True
-    classes = (attributes.get("class") or "").casefold().split()
-    return any(c in NAVIGATION_CLASSES for c in classes)
+    tokens = f"{attributes.get('class') or ''} {attributes.get('id') or ''}".casefold().split()
+    return any(t in NAVIGATION_CLASSES for t in tokens)
