@@ -51,11 +51,13 @@ def choose(args: argparse.Namespace) -> Chosen:
     chunker = _chunker(args, recorded.chunker if recorded else ChunkerConfig())
     extra: dict[str, Any] = {k: v for k, v in old.items()
                              if k not in {"analyzer", "bm25", "embedding", "ann", "gc"}}
-    extra["analyzer"] = (Analyzer.preset(args.analyzer).to_dict() if args.analyzer
-                         else old.get("analyzer") or Analyzer.preset(DEFAULT_PRESET).to_dict())
-    bm25 = BM25Params.from_dict(old["bm25"]) if old.get("bm25") else BM25Params()
-    extra["bm25"] = BM25Params(k1=bm25.k1 if args.k1 is None else args.k1,
-                               b=bm25.b if args.b is None else args.b).to_dict()
+    if args.analyzer or "analyzer" in old or recorded is None:  # else: as recorded, absent
+        extra["analyzer"] = (Analyzer.preset(args.analyzer).to_dict() if args.analyzer
+                             else old.get("analyzer") or Analyzer.preset(DEFAULT_PRESET).to_dict())
+    if args.k1 is not None or args.b is not None or "bm25" in old or recorded is None:
+        bm25 = BM25Params.from_dict(old["bm25"]) if old.get("bm25") else BM25Params()
+        extra["bm25"] = BM25Params(k1=bm25.k1 if args.k1 is None else args.k1,
+                                   b=bm25.b if args.b is None else args.b).to_dict()
     extra.update(_embedding(args, old))
     extra.update(_gc_settings(args))
     config = IndexConfig(
@@ -130,7 +132,7 @@ def describe_analyzer(data: dict[str, Any] | None) -> str:
 
 def _fields(config: IndexConfig) -> dict[str, str]:
     c = config.chunker.to_dict()
-    bm25 = config.extra.get("bm25") or {}
+    bm25 = config.extra.get("bm25") or BM25Params().to_dict()
     return {
         "folders": ", ".join(config.roots),
         "include": " ".join(config.include), "exclude": " ".join(config.exclude),

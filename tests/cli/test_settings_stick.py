@@ -104,3 +104,19 @@ def test_a_new_collection_needs_a_folder_and_no_embed_cannot_meet_embed(
     code, _, err = grk(capsys, "index", str(make_tree(DOCS)), "-c", "k", "--embed",
                        "local:all-MiniLM-L6-v2", "--no-embed")
     assert code == 2 and "contradict" in err
+
+
+def test_a_collection_built_from_python_keeps_exactly_its_recorded_settings(
+        make_tree: TreeMaker, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from groundkit import store
+    from groundkit.collection import IndexConfig, collection_dir, index
+
+    index("k", IndexConfig(roots=(str(make_tree(DOCS)),)), home=home)  # no analyzer, no bm25
+    code, _, err = grk(capsys, "index", "-c", "k")
+    assert code == 0 and " except " not in err.splitlines()[0]
+    conn = store.connect(collection_dir("k", home), readonly=True)
+    try:
+        first, second = (store.generation_config(conn, g) for g in (1, 2))
+    finally:
+        conn.close()
+    assert first == second and "analyzer" not in second and "bm25" not in second
