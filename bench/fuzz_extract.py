@@ -131,12 +131,14 @@ HOSTILE: dict[str, tuple[tuple[str, bytes], ...]] = {}
 
 
 def preload(formats: list[str]) -> dict[str, str]:
-    """Import every extractor and its library before the workers fork (they all run the
-    same code, loaded once); returns their identities."""
+    """Import every extractor and its library, and start the sandbox's fork server, before
+    the workers fork (they all run the same code, loaded once); returns their
+    identities."""
     for fmt in formats:
         importlib.import_module(extractor(fmt).library)
     importlib.import_module("selectolax.lexbor")
     importlib.import_module("defusedxml.ElementTree")
+    extract("html", b"<p>x</p>")  # the fork server, started here, is shared by every fork
     return {fmt: identity_of(fmt) for fmt in formats}
 
 

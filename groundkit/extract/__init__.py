@@ -4,9 +4,9 @@
 so, then by name); ``None`` means plain text, whose view is the decoded file and whose
 offsets index it directly (:mod:`groundkit.extract.markdown` adds Markdown's headings).
 :func:`extract` runs the chosen one in a separate process with a time and memory limit
-(:mod:`groundkit.extract.sandbox`), whatever the file's size or format: a 56 KB HTML page
-can cost lexbor seconds and gigabytes, so no threshold decides which bytes are parsed in
-the calling process (ADR 0018). The format sniff (:func:`sniff`) is the one parse of a
+(:mod:`groundkit.extract.forkserver`, :mod:`groundkit.extract.sandbox`), whatever the
+file's size or format: a 56 KB HTML page can cost lexbor seconds and gigabytes, so no
+threshold decides which bytes are parsed in the calling process (ADR 0018). The format sniff (:func:`sniff`) is the one parse of a
 file's bytes done in the caller, and it is bounded: a zip container's directory of at
 most ``Limits.max_members`` records, and at most :data:`MIMETYPE_READ` decompressed bytes
 of its ``mimetype`` member, stored or deflated only.
@@ -140,13 +140,16 @@ def identity_of(name: str) -> str:
 
 def extract(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> TextView:
     """``data`` extracted as format ``name``, always in a child process with a time and
-    memory limit (:func:`~groundkit.extract.sandbox.run_isolated`). Raises
+    memory limit: forked from the fork server (:mod:`~groundkit.extract.forkserver`),
+    or from this process where there is none (:func:`~.sandbox.run_isolated`). Raises
     :class:`ExtractError` for a file it cannot read (a one-line reason, the sandbox's
     included) and :class:`~groundkit.errors.MissingDependencyError` for a missing
     library."""
     found = extractor(name)
     if not found.available():
         raise MissingDependencyError(found.library, found.extra, f"Extracting {name.upper()}")
-    from .sandbox import run_isolated
+    from . import forkserver, sandbox
 
-    return run_isolated(name, data, limits)
+    if forkserver.available():
+        return forkserver.run(name, data, limits)
+    return sandbox.run_isolated(name, data, limits)

@@ -46,10 +46,9 @@ class Limits:
     """Wall-clock seconds for one extraction (every extractor runs in a child process)."""
     memory_bytes: int = 256 * 1024 * 1024
     """Address space one extraction may add to what its process had mapped at the fork.
-    A 10 MiB HTML page of ordinary text needs about 120 MiB; the forked child's resident
-    set also counts the pages it shares with its parent, so a face of up to 256 MiB (the
-    MCP server serving a small collection is about 125) plus this stays within issue 45's
-    512 MiB (ADR 0018)."""
+    A 10 MiB HTML page of ordinary text needs about 120 MiB; a child of the fork server
+    (about 55 MiB resident) plus this stays within issue 45's 512 MiB whatever the face
+    holds (ADR 0018)."""
     max_view_chars: int = 64 * 1024 * 1024
     """Code points of one text view."""
 

@@ -3,13 +3,15 @@
 Every extractor parses untrusted bytes, mostly in native code (PDFium, lexbor, expat): a
 malformed or hostile file may make it loop, allocate without bound, take quadratic time
 (3,000 unclosed ``<b>`` in a 56 KB page make lexbor build 9M elements) or crash.
-:func:`run_isolated` therefore runs every extraction (ADR 0018) in a child made with
-``os.fork`` (Linux: the memory limit reads ``/proc/self/statm``): the child has
-the parent's modules already imported (no start-up cost, and it works inside worker
-processes, where ``multiprocessing`` forbids daemonic children), and everything it does
-dies with it.
+:func:`run_isolated` therefore runs every extraction (ADR 0018) in a disposable child:
+on Linux one forked from the fork server (:mod:`groundkit.extract.forkserver`: a small
+process, so the child's size does not grow with the caller's, and a caller with threads
+is never forked), elsewhere one forked from the caller by :func:`isolate`. Either way
+the child has the extractors already imported, it works inside worker processes (where
+``multiprocessing`` forbids daemonic children), and everything it does dies with it.
 
-:func:`isolate` is the primitive, for any callable:
+:func:`isolate` is the primitive, for any callable (the fork server's children keep
+the same limits and report the same reasons):
 
 * **time**: the parent waits at most ``timeout_s`` wall-clock seconds for the result,
   then kills the child (``SIGKILL``) and raises ``extraction timed out after N s``;
@@ -64,11 +66,10 @@ reports a failed allocation as a parse error (\"unparsable HTML\"), not as ``Mem
 
 
 def run_isolated(name: str, data: bytes, limits: Limits) -> TextView:
-    """Format ``name``'s extractor run on ``data`` in a child process within ``limits``.
-
-    The extractor's library is imported here, in the parent, first: every child shares
-    it, and what it maps does not count against a child's memory limit.
-    """
+    """Format ``name``'s extractor run on ``data`` in a child of this process within
+    ``limits`` (where there is no fork server). The extractor's library is imported
+    here first: every child shares it, and what it maps does not count against a
+    child's memory limit."""
     from . import extractor
 
     found = extractor(name)
@@ -117,10 +118,7 @@ def isolate(work: Callable[[], T], *, timeout_s: float, memory_bytes: int) -> T:
 def _child(work: Callable[[], Any], write_end: int, memory_bytes: int) -> NoReturn:
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        faulthandler.disable()
-        gc.freeze()  # the parent's garbage is not the child's to finalise (no __del__ runs)
+        _prepare_child()
         limit = _limit_memory(memory_bytes)
         view = memoryview(_encode(_run(work, limit)))
         while view:
@@ -128,6 +126,15 @@ def _child(work: Callable[[], Any], write_end: int, memory_bytes: int) -> NoRetu
         code = 0
     finally:
         os._exit(code)
+
+
+def _prepare_child() -> None:
+    """Signals back to their defaults, no faulthandler traceback, and the objects
+    inherited frozen: the parent's garbage is not the child's to finalise."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    faulthandler.disable()
+    gc.freeze()
 
 
 def _run(work: Callable[[], Any], limit: int) -> tuple[str, Any]:

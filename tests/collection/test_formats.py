@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import TreeMaker
@@ -170,16 +171,20 @@ def test_every_page_is_extracted_in_a_child_with_a_time_limit(
     deep = b"<html><body>" + b"<div>" * 60_000 + b"deep" + b"</div>" * 60_000
     with pytest.raises(extract.ExtractError, match="timed out after 1 s"):
         extract.extract("html", deep, extract.Limits(timeout_s=1.0))
+    import groundkit.extract.forkserver as forkserver
     import groundkit.extract.sandbox as sandbox
 
     forked: list[str] = []
-    real = sandbox.run_isolated
 
-    def counted(name: str, data: bytes, limits: extract.Limits) -> extract.TextView:
-        forked.append(name)
-        return real(name, data, limits)
+    def counting(real: Any) -> Any:
+        def counted(name: str, data: bytes, limits: extract.Limits) -> extract.TextView:
+            forked.append(name)
+            result: extract.TextView = real(name, data, limits)
+            return result
+        return counted
 
-    monkeypatch.setattr(sandbox, "run_isolated", counted)
+    monkeypatch.setattr(forkserver, "run", counting(forkserver.run))
+    monkeypatch.setattr(sandbox, "run_isolated", counting(sandbox.run_isolated))
     assert extract.extract("html", b"<p>small page</p>").text == "small page"
     assert forked == ["html"]
 

@@ -1,6 +1,8 @@
-"""The isolation of native extractors: time, memory, crashes and errors of a forked child.
+"""The isolation primitive: time, memory, crashes and errors of a forked child.
 
 Every test also checks that the child is reaped and no file descriptor is left open.
+Extractions go through the fork server (tests/extract/test_forkserver.py), whose
+children are forked from it with the same primitives.
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from typing import Any
 
 import pytest
 
-import groundkit.extract
-from groundkit.extract import ExtractError, Heading, Limits, Segment, TextView, extract, sandbox
+from groundkit.extract import ExtractError, Heading, Segment, TextView, sandbox
 from groundkit.extract.sandbox import isolate
 
 MiB = 1 << 20
@@ -171,33 +172,6 @@ def test_an_interrupted_parent_still_reaps_the_child(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(sandbox, "_read_until", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run(lambda: time.sleep(60))
-
-
-class Sleeper:
-    name, library, extra, suffixes, isolated = "fake", "os", "fake", ("*.fake",), True
-
-    def available(self) -> bool:
-        return True
-
-    def identity(self) -> str:
-        return "fake/os=1;v1"
-
-    def extract(self, data: bytes, limits: Limits) -> TextView:
-        if data == b"sleep":
-            time.sleep(60)
-        if data == b"refuse":
-            raise ExtractError("not a fake file")
-        return VIEW
-
-
-def test_extract_isolates_an_extractor_that_asks_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(groundkit.extract, "extractor", lambda name: Sleeper())
-    limits = Limits(timeout_s=0.3)
-    assert extract("fake", b"ok", limits) == VIEW
-    with pytest.raises(ExtractError, match=r"^not a fake file$"):
-        extract("fake", b"refuse", limits)
-    with pytest.raises(ExtractError, match=r"^extraction timed out after 0\.3 s$"):
-        extract("fake", b"sleep", limits)
 
 
 def crash_and_view() -> tuple[str, TextView]:

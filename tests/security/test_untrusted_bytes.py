@@ -4,6 +4,7 @@ face (index, fetch, search --verify, MCP fetch_chunk) and in the sniff itself.""
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -111,3 +112,23 @@ def test_indexing_hostile_files_skips_each_with_its_reason_within_bounds(
     assert "skipped notes.txt: binary file (NUL byte)" in shown
     assert "skipped page.html: extraction ran out of memory (limit 256 MiB)" in shown
     assert "skipped book.epub: extraction ran out of memory (limit 256 MiB)" in shown
+
+
+BIG_FACE = """
+import sys
+from groundkit.extract import ExtractError, extract
+from groundkit.testing import hostile
+ballast = bytearray(300 << 20)
+ballast[::4096] = b"\\1" * len(ballast[::4096])  # resident, as a large served collection is
+try:
+    extract("html", hostile.quadratic_html())
+except ExtractError as exc:
+    print(exc)
+"""
+
+
+def test_a_large_face_does_not_make_its_extractions_larger(tmp_path: Path) -> None:
+    """A face holding 300 MiB: a child forked from it would count those pages too and end
+    past 512 MiB at its 256 MiB limit; a child of the fork server does not."""
+    shown = within_bounds([sys.executable, "-c", BIG_FACE], tmp_path)
+    assert shown == "extraction ran out of memory (limit 256 MiB)\n"
