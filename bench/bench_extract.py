@@ -19,10 +19,11 @@ syntax lightly stripped, ``markitdown-stripped``, same output), pdfminer.six and
 5. the same over golden v3's formats slice (PDF, HTML, DOCX, ODT, EPUB: the files
    ``make eval`` measures retrieval on) against its text views saved as ``.txt``;
 6. the sandbox's start-up per file (issue 45, ADR 0018): every extraction now runs in a
-   forked child, where a page under 256 KiB was parsed in the calling process before;
-   the small pages of ``tests/extract/fixtures/html`` extracted both ways, median per
-   file, in this process and with :data:`BALLAST_MIB` more resident in it (a fork copies
-   the page tables of what the parent holds).
+   child, where a page under 256 KiB was parsed in the calling process before; the small
+   pages of ``tests/extract/fixtures/html`` extracted in process, through the fork
+   server and forked from the caller, median per file, and the two sandboxes again with
+   :data:`BALLAST_MIB` more resident in the caller (a fork copies the page tables of
+   what its parent holds).
 
 A missing document, tool or library prints ``not measured: <why>`` for its row.
 
@@ -182,39 +183,45 @@ SANDBOX_PAGES = Path(__file__).resolve().parents[1] / "tests" / "extract" / "fix
 
 
 def sandbox_block(repeat: int) -> dict[str, Any]:
-    """Median ms per small page: parsed here (the path before ADR 0018) and in the
-    sandbox, in this process as it is and with :data:`BALLAST_MIB` more resident."""
+    """Median ms per small page, three ways: parsed here (the path before ADR 0018), in a
+    child of the fork server (``extract``) and in a child forked from this process
+    (``sandbox.run_isolated``, the path off Linux), round-robin; the last two again with
+    :data:`BALLAST_MIB` more resident here."""
     import statistics
     import time
 
     from groundkit.extract import DEFAULT_LIMITS, extract, extractor
+    from groundkit.extract.sandbox import run_isolated
 
     pages = [p.read_bytes() for p in sorted(SANDBOX_PAGES.glob("*.html"))]
     if not pages:
         return {"not_measured": f"no pages under {SANDBOX_PAGES}"}
     html = extractor("html")
+    ways = {"in_process": lambda d: html.extract(d, DEFAULT_LIMITS),
+            "fork_server": lambda d: extract("html", d),
+            "fork_caller": lambda d: run_isolated("html", d, DEFAULT_LIMITS)}
+    extract("html", pages[0])  # the fork server started: its one-time start is not a page's
 
-    def median_ms(run: Any) -> float:
-        best = []
+    def medians(names: list[str]) -> dict[str, float]:
+        best: dict[str, list[float]] = {name: [] for name in names}
         for data in pages:
-            times = []
+            times: dict[str, list[float]] = {name: [] for name in names}
             for _ in range(max(repeat, 5)):
-                start = time.perf_counter()
-                run(data)
-                times.append(time.perf_counter() - start)
-            best.append(min(times))
-        return round(1000 * statistics.median(best), 2)
+                for name in names:
+                    start = time.perf_counter()
+                    ways[name](data)
+                    times[name].append(time.perf_counter() - start)
+            for name in names:
+                best[name].append(min(times[name]))
+        return {f"{name}_ms": round(1000 * statistics.median(b), 2) for name, b in best.items()}
 
-    row: dict[str, Any] = {"pages": len(pages), "kb": [len(d) >> 10 for d in pages]}
-    row["in_process_ms"] = median_ms(lambda d: html.extract(d, DEFAULT_LIMITS))
-    row["sandboxed_ms"] = median_ms(lambda d: extract("html", d))
+    row: dict[str, Any] = {"pages": len(pages), "kb": [len(d) >> 10 for d in pages],
+                           **medians(list(ways))}
     ballast = bytearray(BALLAST_MIB << 20)
     ballast[::4096] = b"\1" * len(ballast[::4096])  # resident, not just reserved
-    row["sandboxed_with_ballast_ms"] = median_ms(lambda d: extract("html", d))
+    row.update({f"{key[:-3]}_ballast_ms": value
+                for key, value in medians(["fork_server", "fork_caller"]).items()})
     del ballast
-    row["startup_ms"] = round(row["sandboxed_ms"] - row["in_process_ms"], 2)
-    row["startup_with_ballast_ms"] = round(row["sandboxed_with_ballast_ms"]
-                                           - row["in_process_ms"], 2)
     return row
 
 
@@ -222,10 +229,14 @@ def print_sandbox(row: dict[str, Any]) -> None:
     if "not_measured" in row:
         log(f"\nsandbox start-up: not measured: {row['not_measured']}")
         return
+    base = row["in_process_ms"]
     log(f"\nsandbox start-up per file ({row['pages']} pages of {row['kb']} KB, median of the "
-        f"best times): in process {row['in_process_ms']} ms, sandboxed {row['sandboxed_ms']} "
-        f"ms (+{row['startup_ms']} ms a file); with {BALLAST_MIB} MiB more resident in the "
-        f"parent {row['sandboxed_with_ballast_ms']} ms (+{row['startup_with_ballast_ms']} ms)")
+        f"best times, round-robin): in process {base} ms; fork server {row['fork_server_ms']} "
+        f"ms (+{row['fork_server_ms'] - base:.2f}); forked from the caller "
+        f"{row['fork_caller_ms']} ms (+{row['fork_caller_ms'] - base:.2f}); with "
+        f"{BALLAST_MIB} MiB more resident in the caller: fork server "
+        f"{row['fork_server_ballast_ms']} ms, forked from the caller "
+        f"{row['fork_caller_ballast_ms']} ms")
 
 
 GOLDEN_V3 = Path(__file__).resolve().parents[1] / "golden" / "v3"
