@@ -16,7 +16,6 @@ from evals import report as rp
 from evals.__main__ import main
 from evals.report.html import render, write_html
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "reports" / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
 
@@ -234,10 +233,8 @@ def test_the_console_check_catches_a_page_that_logs_errors(tmp_path):
 
 
 def test_a_real_browser_renders_the_report_without_console_messages(tmp_path):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = write_html(sample_report(), ARTIFACTS / "report_sample.html")
-    screenshot = ARTIFACTS / "report_sample.png"
-    screenshot.unlink(missing_ok=True)
+    page = write_html(sample_report(), tmp_path / "report_sample.html")
+    screenshot = tmp_path / "report_sample.png"  # never into the working tree
 
     dom, console = run_chromium(page, tmp_path / "profile", screenshot)
 
