@@ -24,7 +24,8 @@ SHARED_DATA = Path(os.environ.get("GROUNDKIT_DATA", REPO.parent / "shared" / "da
 # -- the working tree is read-only to tests ---------------------------------------------
 # An audit hook (PEP 578) sees every write this process makes: open() for writing, mkdir,
 # rename, remove, a SQLite database opened read-write. One aimed inside the checkout, outside
-# the tools' own caches, fails the test that made it (a test writes under tmp_path). It costs
+# the tools' own caches and the ignored .cache/ (models built once, peers: kept between runs),
+# fails the test that made it (a test writes under tmp_path). It costs
 # a set lookup per audited event; child processes are not watched.
 _TREE = str(REPO) + os.sep
 _TOOL_CACHES = frozenset({".pytest_cache", ".hypothesis", "__pycache__", ".mypy_cache",
@@ -69,7 +70,7 @@ def _in_tree(path: object) -> str | None:
     if not full.startswith(_TREE):
         return None
     parts = full[len(_TREE):].split(os.sep)
-    if _TOOL_CACHES.intersection(parts):
+    if _TOOL_CACHES.intersection(parts) or parts[0] == ".cache":  # .cache: built models, peers
         return None
     if parts[:2] == ["tests", "snapshots"] and os.environ.get("GROUNDKIT_UPDATE_SNAPSHOTS") == "1":
         return None

@@ -43,5 +43,7 @@ def test_reads_tmp_path_and_tool_caches_are_not_caught(tmp_path: Path) -> None:
         sqlite3.connect(f"file:{REPO / 'no-such-gk.sqlite'}?mode=ro", uri=True)
     assert conftest._in_tree(REPO / ".hypothesis" / "examples" / "x") is None
     assert conftest._in_tree(REPO / "groundkit" / "__pycache__" / "x.pyc") is None
+    assert conftest._in_tree(REPO / ".cache" / "onnx-models" / "m.onnx") is None
+    assert conftest._in_tree(REPO / "evals" / "results" / "latest.json") is not None
     assert conftest._in_tree("/tmp/elsewhere") is None
     assert caught() == []
