@@ -20,7 +20,9 @@ line of a fenced code block; its ``(start, end)`` index the passage's own text, 
 * A table's header row (the row just above its ``|---|`` separator) is a ``header``
   unit, and each row below it carries the header's span as its ``context``, so a row
   such as ``| Deployment logs | 30 days |`` can be read, scored and shown with the
-  column names it needs.
+  column names it needs. An extracted table (a paragraph of lines with the same number
+  of `` | `` cell separators, as HTML, DOCX and ODT views write a table) is read the
+  same way, its first line the header.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def _tables(found: Iterator[Unit]) -> Iterator[Unit]:
             pending, header = None, None
             yield unit
             continue
-        pending = Unit(unit.start, unit.end, "row", header)
+        pending = Unit(unit.start, unit.end, "row", unit.context or header)
     if pending is not None:
         yield pending
 
@@ -138,8 +140,11 @@ def _blocks(text: str) -> Iterator[Unit]:
         nonlocal paragraph, item
         if item:
             yield _trimmed(text, item[0][0], item[-1][1], "item")
-        for first, last in _hard_wrapped(text, paragraph):
-            yield from _prose(text, first, last)
+        if _is_grid(text, paragraph):
+            yield from _grid(text, paragraph)
+        else:
+            for first, last in _hard_wrapped(text, paragraph):
+                yield from _prose(text, first, last)
         paragraph, item = [], []
 
     for start, end, _ in _lines(text):
@@ -177,6 +182,24 @@ def _blocks(text: str) -> Iterator[Unit]:
                 yield from flush()
             paragraph.append((start, end))
     yield from flush()
+
+
+def _is_grid(text: str, lines: list[tuple[int, int]]) -> bool:
+    """Whether a paragraph is an extracted table: two lines or more, each with the same
+    number (one or more) of `` | `` cell separators (HTML, DOCX and ODT views join a
+    row's cells so)."""
+    counts = {text.count(" | ", a, b) for a, b in lines}
+    return len(lines) >= 2 and len(counts) == 1 and min(counts) > 0
+
+
+def _grid(text: str, lines: list[tuple[int, int]]) -> Iterator[Unit]:
+    """An extracted table: its first line the header, each other line a row with the
+    header as its context (as a Markdown table's)."""
+    header = _trimmed(text, *lines[0], "header")
+    yield header
+    for a, b in lines[1:]:
+        row = _trimmed(text, a, b, "row")
+        yield Unit(row.start, row.end, "row", (header.start, header.end))
 
 
 def _hard_wrapped(text: str, lines: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:

@@ -46,6 +46,18 @@ def test_a_paragraph_of_lines_with_no_sentence_end_is_a_listing_line_by_line() -
                                             "font     Arial"]
 
 
+def test_an_extracted_table_is_a_header_and_rows_with_it_as_context() -> None:
+    text = "Intro line.\n\nName | Default | Meaning\nsize | 640 | width in pixels\n" \
+           "color | on | use colour\n\nA | pipe in prose | is prose.\n"
+    found = units(text)
+    assert [(u.kind, text[u.start:u.end]) for u in found] == [
+        ("sentence", "Intro line."), ("header", "Name | Default | Meaning"),
+        ("row", "size | 640 | width in pixels"), ("row", "color | on | use colour"),
+        ("sentence", "A | pipe in prose | is prose.")]
+    assert {text[u.context[0]:u.context[1]] for u in found if u.context} == {
+        "Name | Default | Meaning"}
+
+
 def test_a_short_line_of_hard_wrapped_text_ends_its_unit() -> None:
     text = ("Output resolution\nThe default resolution of the png terminal is ninety six dots "
             "per inch,\nwhich suits most screens and printers that people use today.\n")
