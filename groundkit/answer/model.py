@@ -13,8 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidSpanError
-from ..model import (OFFSET_UNIT, Chunk, Hit, Locator, Replaced, Status, open_link,
-                     page_place, utf16_len)
+from ..model import (
+    OFFSET_UNIT,
+    Chunk,
+    Hit,
+    Locator,
+    Replaced,
+    Status,
+    open_link,
+    page_place,
+    utf16_len,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
