@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from ..model import Chunk, Hit, Locator, open_link, page_place
 from ..retrieval.gate import Decision
@@ -26,10 +26,14 @@ def _highlight(text: str, terms: Collection[str], analyzer: Analyzer, on: bool) 
     return _WORD.sub(mark, text)
 
 
-def snippet(text: str, terms: Collection[str], analyzer: Analyzer) -> str:
-    """About ``SNIPPET`` characters of ``text`` around its first matching word."""
+def snippet(text: str, terms: Collection[str], analyzer: Analyzer,
+            furniture: Sequence[tuple[int, int, str]] = ()) -> str:
+    """About ``SNIPPET`` characters of ``text`` around its first matching word outside
+    page furniture (a running head matches the product's name on every page)."""
     first = 0
     for m in _WORD.finditer(text):
+        if any(a <= m.start() < b for a, b, _ in furniture):
+            continue
         analyzed = analyzer.analyze(m.group(0))
         if analyzed and analyzed[0] in terms:
             first = m.start()
@@ -82,7 +86,8 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
             print(terminal.line(f"     also in: {', '.join(d.path for d in hit.also_in)}"))
         if hit.superseded:
             print(terminal.line(f"     superseded: {hit.superseded}"))
-        print("     " + _highlight(snippet(c.text, terms, analyzer), terms, analyzer, tty))
+        print("     " + _highlight(snippet(c.text, terms, analyzer, c.furniture), terms,
+                                   analyzer, tty))
         if explain:
             for e in hit.explanation:
                 if e.retriever == "rerank":

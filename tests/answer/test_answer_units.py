@@ -189,3 +189,16 @@ def test_every_face_gives_the_page_its_label_and_a_link_that_opens_it(
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert f"{pdf.as_uri()}#page={hits[0]['source']['spans'][0]['page']}" in {
         h["link"] for h in hits}
+
+
+def test_a_search_snippet_starts_at_a_match_outside_the_running_head() -> None:
+    from groundkit.cli.render import snippet
+    from groundkit.text.analysis import Analyzer
+
+    analyzer = Analyzer()
+    text = "Wombat Manual 3\n" + "filler words here. " * 5 + "The wombat sleeps all day."
+    terms = set(analyzer.analyze("wombat"))
+    furniture = ((0, 15, "running-head"),)
+    assert snippet(text, terms, analyzer).startswith("Wombat Manual 3")
+    shown = snippet(text, terms, analyzer, furniture)
+    assert shown.startswith("…") and "The wombat sleeps all day." in shown
