@@ -29,9 +29,9 @@ from evals.score import metrics, stats
 from groundkit.answer.llm import rewrite, synthesize
 from groundkit.answer.model import Passage
 
-ANSWERS = 16
-NO_ANSWERS = 8
-REWRITES = 20
+ANSWERS = 12
+NO_ANSWERS = 6
+REWRITES = 16
 TOP_K = 5
 """Passages an answer draws on (``grk ask``'s default)."""
 
