@@ -34,6 +34,8 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _PATH_EVENTS = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.truncate", "os.symlink",
                           "os.link", "shutil.rmtree", "shutil.copyfile", "shutil.copytree",
                           "shutil.move"})
+"""Events that write a path (the first argument, or for copies, links and moves as
+_written says)."""
 _DIR_FD_EVENTS = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.symlink", "os.rename",
                             "os.link"})
 _TREE_WRITES: list[str] = []
@@ -51,8 +53,10 @@ def _written(event: str, args: tuple[object, ...]) -> list[object]:
     fds = args[-2:] if event in ("os.rename", "os.link") else args[-1:]
     if event in _DIR_FD_EVENTS and any(isinstance(fd, int) and fd >= 0 for fd in fds):
         return []  # relative to a directory descriptor (shutil.rmtree's walk): its own event
-    if event == "os.rename":
+    if event in ("os.rename", "shutil.move"):
         return [args[0], args[1]]
+    if event in ("shutil.copyfile", "shutil.copytree", "os.link", "os.symlink"):
+        return [args[1]]  # (source, destination): only the destination is written
     if event == "sqlite3.connect":
         database = args[0]
         text = os.fsdecode(database) if isinstance(database, (str, bytes)) else ""

@@ -36,6 +36,8 @@ def test_a_folder_made_in_the_tree_or_a_database_opened_there_is_caught() -> Non
 
 def test_reads_tmp_path_and_tool_caches_are_not_caught(tmp_path: Path) -> None:
     (REPO / "pyproject.toml").read_text()
+    shutil.copyfile(REPO / "pyproject.toml", tmp_path / "copy.toml")  # read from the tree
+    shutil.copytree(REPO / "adr", tmp_path / "adr")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "out.json").write_text("{}")
     shutil.rmtree(tmp_path / "d")  # removes by names relative to a directory descriptor
