@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "groundkit.collection": 5,
     "groundkit.answer": 6, "groundkit.questions": 6,
     "groundkit.cli": 7, "groundkit.mcp_server": 7, "groundkit.testing": 7,
+    "groundkit.viewer": 7,
     "groundkit.__main__": 8, "groundkit": 8,
 }
 """kernel -> text, sources -> store -> embeddings -> retrieval, verify -> collection -> answer

@@ -1,0 +1,1 @@
+"""The citation viewer: one self-contained HTML page per citation, its verdict on top."""
