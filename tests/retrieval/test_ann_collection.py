@@ -129,7 +129,11 @@ def test_the_cli_builds_with_ann_on_and_searches_exactly_on_request(
     assert main(query) == 0
     approx = [h["chunk_id"] for h in json.loads(capsys.readouterr().out)["hits"]]
     assert len(exact) == 10 and len(set(exact) & set(approx)) >= 9
-    assert main(["index", str(root), "-c", "k", "--ann", "on"]) != 0  # no --embed
+    assert main(["index", str(root), "-c", "k", "--ann", "off"]) == 0  # the embedding sticks
+    with Collection.open("k", home) as coll:
+        assert coll.snapshot.config["ann"] == "off" and coll.snapshot.vectors().ann_entry is None
+    capsys.readouterr()
+    assert main(["index", str(root), "-c", "bare", "--ann", "on"]) != 0  # nothing to index
     assert "--ann only applies with --embed" in capsys.readouterr().err
 
 
