@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 
-MESSAGE_CHARS = 300
-"""The longest error message the CLI writes, in characters (escapes included)."""
+MESSAGE_CHARS = 1000
+"""The longest error message the CLI writes, in characters (escapes included): room for
+any message groundkit composes (paths and advice), none for a 120 KB value echoed."""
 
 _BIDI_AND_SEPARATORS = "\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
 _UNSAFE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
