@@ -369,7 +369,6 @@ class HtmlExtractor:
     library = "selectolax"
     extra = "html"
     suffixes: tuple[str, ...] = ("*.html", "*.htm", "*.xhtml")
-    isolated = False
 
     def available(self) -> bool:
         return importlib.util.find_spec("selectolax") is not None
