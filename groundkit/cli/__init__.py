@@ -18,6 +18,7 @@ from .. import __version__
 from ..errors import GroundkitError
 from ..text import terminal
 from . import ask, commands, maintenance, questions, rerank, serve, watch
+from . import open as open_command
 from .registry import (
     COMMANDS,
     EXIT_CODES,
@@ -28,7 +29,7 @@ from .registry import (
 )
 
 # importing them registers their commands
-_LOADED = (commands, ask, maintenance, questions, rerank, serve, watch)
+_LOADED = (commands, ask, maintenance, questions, rerank, serve, watch, open_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

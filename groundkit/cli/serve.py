@@ -24,7 +24,7 @@ _HTTP_ONLY = ("host", "port", "allow_origin", "allow_host", "token_env")
 def _serve(p: argparse.ArgumentParser) -> Handler:
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                    help="stdio (default: JSON-RPC on stdin/stdout, logs on stderr) or http "
-                   "(streamable HTTP at http://HOST:PORT/mcp)")
+                   "(streamable HTTP at http://HOST:PORT/mcp, citation pages at /view/ID)")
     p.add_argument("--host", metavar="ADDR", help=f"http: loopback address to bind (default "
                    f"{DEFAULT_HOST}); non-loopback addresses are refused")
     p.add_argument("--port", type=int, metavar="N", help=f"http: TCP port (default "
@@ -53,8 +53,14 @@ def _serve(p: argparse.ArgumentParser) -> Handler:
             server_module.run_stdio(server)
         else:
             from ..mcp_server.http import run_http
+            from ..viewer.serve import answer
 
-            run_http(server, http)
+            served = tuple(args.collection) if args.collection else None
+
+            def views(chunk_id: str, query: str) -> tuple[int, str]:
+                return answer(chunk_id, query, home=args.home, served=served)
+
+            run_http(server, http, views)
         return 0
 
     return run

@@ -10,12 +10,17 @@ response whose JSON-RPC message spans lines (the SDK's pydantic text for a
 batch or a malformed message, echoing the input) is rewritten to one line. The
 guard reads the whole body first (at most ``max_body`` bytes, else 413), so a
 client that vanishes mid-request is dropped quietly before the SDK sees it.
+``GET /view/ID`` is a citation's page (:mod:`groundkit.viewer`), never the SDK's:
+the same Host and Origin checks, and the token as a bearer header or as the page's
+``key`` (:func:`~groundkit.viewer.serve.view_key`, an HMAC of the token and the id:
+a browser following a link cannot send a header).
 :func:`http_options` validates the settings before anything binds; ``uvicorn``
 and the SDK are imported only by :func:`run_http`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -26,8 +31,11 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, unquote
 
 from ..errors import UsageError
+from ..viewer.serve import HEADERS as VIEW_HEADERS
+from ..viewer.serve import Answer, view_key
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -111,14 +119,20 @@ class HttpGuard:
     """
 
     def __init__(self, app: App, *, hosts: list[str], origins: list[str],
-                 token: str | None, max_body: int | None = None) -> None:
+                 token: str | None, max_body: int | None = None,
+                 views: Callable[[str, str], Answer] | None = None) -> None:
         self.app = app
+        self.views = views
         self.max_body = max_body
         self.hosts = frozenset(h.lower() for h in hosts)
         self.origins = frozenset(o.lower() for o in origins)
         self.token = token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.views is not None and \
+                scope["path"].startswith("/view/"):
+            await self._view(scope, send, self.views)
+            return
         if scope["type"] == "http":
             refusal = self.check(scope["headers"])
             if refusal is not None:
@@ -134,7 +148,26 @@ class HttpGuard:
             send = _one_line_errors(send)
         await self.app(scope, receive, send)
 
-    def check(self, raw: list[tuple[bytes, bytes]]) -> tuple[int, str] | None:
+    async def _view(self, scope: Scope, send: Send, views: Callable[[str, str], Answer],
+                    ) -> None:
+        chunk_id = unquote(scope["path"][len("/view/"):])
+        query = scope.get("query_string", b"").decode("latin-1")
+        refusal = self.check(scope["headers"], view=(chunk_id, query))
+        if refusal is None and scope["method"] != "GET":
+            refusal = 405, "a page is read with GET"
+        if refusal is not None:
+            await _refuse(send, *refusal)
+            return
+        status, page = await asyncio.to_thread(views, chunk_id, query)
+        body = page.encode("utf-8")
+        kind = b"text/html; charset=utf-8" if status == 200 else b"text/plain; charset=utf-8"
+        headers = [(b"content-type", kind), (b"content-length", str(len(body)).encode())]
+        headers += [(k.lower().encode(), v.encode()) for k, v in VIEW_HEADERS]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def check(self, raw: list[tuple[bytes, bytes]],
+              view: tuple[str, str] | None = None) -> tuple[int, str] | None:
         headers: dict[bytes, list[bytes]] = {}
         for key, value in raw:
             headers.setdefault(key.lower(), []).append(value)
@@ -148,9 +181,19 @@ class HttpGuard:
             return 421, "Host header not allowed"
         if self.token is not None:
             scheme, _, value = headers.get(b"authorization", [b""])[0].partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
+            bearer = scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(),
+                                                                         self.token)
+            if not bearer and not (view and _keyed(view, self.token.decode())):
                 return 401, "missing or wrong bearer token"
         return None
+
+
+def _keyed(view: tuple[str, str], token: str) -> bool:
+    """Whether a page's query carries the key of its chunk id."""
+    chunk_id, query = view
+    keys = parse_qs(query).get("key", [])
+    return len(keys) == 1 and hmac.compare_digest(keys[0].encode(),
+                                                   view_key(token, chunk_id).encode())
 
 
 class _ClientGone(Exception):
@@ -248,8 +291,10 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_http(server: Any, options: HttpOptions) -> None:
-    """Serve streamable HTTP at ``/mcp`` until interrupted (SIGINT or SIGTERM)."""
+def run_http(server: Any, options: HttpOptions,
+             views: Callable[[str, str], Answer] | None = None) -> None:
+    """Serve streamable HTTP at ``/mcp`` (and citation pages at ``/view/ID`` with
+    ``views``) until interrupted (SIGINT or SIGTERM)."""
     import uvicorn
 
     from .schema import MAX_REQUEST_BYTES
@@ -260,7 +305,7 @@ def run_http(server: Any, options: HttpOptions) -> None:
     hosts = options.allowed_hosts(port)
     app = HttpGuard(http_app(server, hosts, list(options.allow_origins)), hosts=hosts,
                     origins=list(options.allow_origins), token=options.token,
-                    max_body=MAX_REQUEST_BYTES)
+                    max_body=MAX_REQUEST_BYTES, views=views)
     config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=2)
     own = f"[{options.host}]" if ":" in options.host else options.host

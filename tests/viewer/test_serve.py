@@ -1,0 +1,170 @@
+"""Serving a citation's page: ``grk open``'s one-shot server and ``grk serve``'s /view route,
+each a real process, asked over real loopback HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import REPO
+
+from groundkit.collection import Collection, IndexConfig, index
+from groundkit.viewer.serve import view_key, view_path
+
+TEXT = "# Retention\n\nDeployment logs are kept for 30 days.\n"
+TOKEN = "t" * 32
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("viewer")
+    (base / "docs").mkdir()
+    (base / "docs" / "notes.md").write_text(TEXT, encoding="utf-8")
+    index("docs", IndexConfig(roots=(str(base / "docs"),)), home=base / "home")
+    return base / "home"
+
+
+def chunk_id(home: Path) -> str:
+    with Collection.open("docs", home) as coll:
+        return coll.chunks()[0].chunk_id
+
+
+def readline(stream: IO[bytes], deadline: float) -> str:
+    ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
+    assert ready, "timed out waiting for the process"
+    return stream.readline().decode()
+
+
+def get(url: str, *, host: str | None = None, method: str = "GET",
+        headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.putrequest(method, parts.path + ("?" + parts.query if parts.query else ""),
+                        skip_host=True)
+        conn.putheader("Host", host or parts.netloc)
+        for name, value in (headers or {}).items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        return (response.status, {k.lower(): v for k, v in response.getheaders()},
+                response.read().decode())
+    finally:
+        conn.close()
+
+
+def grk_open(home: Path, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "groundkit", "open", "--home", str(home),
+                             *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_grk_open_serves_the_page_once_to_its_own_url_and_refuses_the_rest(home):
+    ident = chunk_id(home)
+    proc = grk_open(home, ident, "--print", "--timeout", "60")
+    assert proc.stdout and proc.stderr
+    try:
+        url = readline(proc.stdout, time.monotonic() + 60).strip()
+        parts = urlsplit(url)
+        assert parts.hostname == "127.0.0.1" and parts.fragment == "quote"
+        page_url = url.split("#")[0]
+        assert get(page_url.replace("key=", "key=x"))[0] == 404
+        assert get(page_url, host=f"evil.test:{parts.port}")[0] == 421
+        assert get(page_url, headers={"Origin": "http://evil.test"})[0] == 403
+        assert proc.poll() is None  # refusals do not end it
+
+        status, headers, page = get(page_url)
+
+        assert status == 200 and "default-src 'none'" in headers["content-security-policy"]
+        assert '<mark class="hl" id="quote">' in page and "verified" in page
+        assert proc.wait(timeout=30) == 0  # served once, then gone
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_grk_open_checks_the_id_before_it_listens_and_stops_at_its_timeout(home):
+    missing = subprocess.run([sys.executable, "-m", "groundkit", "open", "--home", str(home),
+                              "docs:" + "0" * 20, "--print"], cwd=REPO, capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert missing.returncode == 3 and missing.stdout == ""
+    quote = subprocess.run([sys.executable, "-m", "groundkit", "open", "--home", str(home),
+                            chunk_id(home), "--start", "0", "--end", "10000", "--print"],
+                           cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert quote.returncode == 2 and "inside the chunk" in quote.stderr
+
+    waited = subprocess.run([sys.executable, "-m", "groundkit", "open", "--home", str(home),
+                             chunk_id(home), "--print", "--timeout", "0.5"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert waited.returncode == 1 and "nobody opened the page" in waited.stderr
+    assert waited.stdout.startswith("http://127.0.0.1:")
+
+
+@pytest.fixture(scope="module")
+def served(home: Path) -> Iterator[str]:
+    env = {**os.environ, "GRK_VIEW_TOKEN": TOKEN}
+    proc = subprocess.Popen([sys.executable, "-m", "groundkit", "serve", "--home", str(home),
+                             "--transport", "http", "--port", "0", "--token-env",
+                             "GRK_VIEW_TOKEN", "-c", "docs"], cwd=REPO, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout and proc.stderr
+    try:
+        deadline, line = time.monotonic() + 60, ""
+        while "streamable HTTP at http://127.0.0.1:" not in line:
+            line = readline(proc.stderr, deadline)
+            assert line, "grk serve exited"
+        yield line.split(" at ")[1].split()[0].removesuffix("/mcp")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+
+def test_the_view_route_wants_the_token_or_the_pages_key(served, home):
+    ident = chunk_id(home)
+    bare = served + view_path(ident, None)
+    keyed = served + view_path(ident, view_key(TOKEN, ident))
+
+    assert get(bare)[0] == 401
+    assert get(served + view_path(ident, view_key("u" * 32, ident)))[0] == 401
+    assert get(served + view_path(ident, view_key(TOKEN, "docs:" + "1" * 20)))[0] == 401
+    status, headers, page = get(keyed)
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in headers["content-security-policy"]
+    assert '<mark class="hl" id="quote">' in page
+    assert get(bare, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+
+
+def test_the_view_route_keeps_the_mcp_host_and_origin_rules(served, home):
+    ident = chunk_id(home)
+    keyed = served + view_path(ident, view_key(TOKEN, ident))
+    port = urlsplit(served).port
+
+    assert get(keyed, host=f"attacker.test:{port}")[0] == 421
+    assert get(keyed, headers={"Origin": "http://attacker.test"})[0] == 403
+    assert get(keyed, method="POST")[0] == 405
+    assert get(keyed + "&start=5")[0] == 400
+
+
+def test_the_view_route_resolves_ids_only_in_the_served_collections(served):
+    other = "other:" + "2" * 20
+    status, _, page = get(served + view_path(other, view_key(TOKEN, other)))
+    assert status == 200 and "not served here" in page and 'class="hl"' not in page
