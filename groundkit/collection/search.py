@@ -8,6 +8,7 @@ been indexed with an embedding model and the ``dense`` extra installed.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ def search(
     ``verify`` too, a hit that does not verify is shown as its first copy that does,
     its own place (and copies checked before) in ``replaced`` (:func:`_in_place`).
     """
+    if score_threshold is not None and not math.isfinite(score_threshold):
+        raise UsageError(f"score_threshold must be a finite number, got {score_threshold!r}")
     retriever = _retriever(snap, query, top_k, mode, options)
     if filters is not None:
         retriever = Filtered(retriever, filters.mask(snap))

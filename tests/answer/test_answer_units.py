@@ -202,3 +202,15 @@ def test_a_search_snippet_starts_at_a_match_outside_the_running_head() -> None:
     assert snippet(text, terms, analyzer).startswith("Wombat Manual 3")
     shown = snippet(text, terms, analyzer, furniture)
     assert shown.startswith("…") and "The wombat sleeps all day." in shown
+
+
+def test_the_python_api_refuses_a_threshold_that_is_not_a_number(
+        make_tree: TreeMaker, home: Path) -> None:
+    from groundkit.errors import UsageError
+
+    index("n", IndexConfig(roots=(str(make_tree({"a.md": "wombat\n"})),)), home=home)
+    with Collection.open("n", home) as coll:
+        for bad in (float("nan"), float("inf")):
+            with pytest.raises(UsageError, match="finite"):
+                coll.search("wombat", score_threshold=bad)
+        assert coll.search("wombat", score_threshold=0.0)
