@@ -28,6 +28,7 @@ from evals.report import model as rpt
 from evals.score import metrics, stats
 from groundkit.answer.llm import rewrite, synthesize
 from groundkit.answer.model import Passage
+from groundkit.errors import GroundkitError
 
 ANSWERS = 12
 NO_ANSWERS = 6
@@ -76,7 +77,13 @@ def answers_block(coll: Any, chosen: st.Sample, chat: Any) -> dict[str, Any]:
         hits = coll.search(q.text, top_k=TOP_K, verify=True)
         passages = [Passage(number=i, collection=coll.name, hit=h, verdict=h.verdict.status)
                     for i, h in enumerate(hits, start=1)]
-        result = synthesize(q.text, passages, timed)
+        try:
+            result = synthesize(q.text, passages, timed)
+        except GroundkitError as exc:  # one question's failure is counted, not fatal
+            rows.append({"query_id": q.query_id, "answerable": bool(q.gold), "kind": "error",
+                         "sentences": 0, "unsupported": 0, "citations": 0, "correct": 0,
+                         "gold_in_passages": False, "reply": str(exc)})
+            continue
         shown = result.sentences if result.kind == "llm" else ()
         cited = [c for s in shown for c in s.citations]
         rows.append({"query_id": q.query_id, "answerable": bool(q.gold), "kind": result.kind,
@@ -105,6 +112,7 @@ def answer_scores(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "unsupported_sentence_rate": (sum(r["unsupported"] for r in rows) / sentences
                                       if sentences else None),
         "withheld": sum(r["kind"] == "withheld" for r in rows),
+        "errors": sum(r["kind"] == "error" for r in rows),
         "said_not_in_passages": sum(r["kind"] == "not_in_passages" for r in rows),
         "no_answer_answered": (sum(r["kind"] == "llm" for r in no_answer) / len(no_answer)
                                if no_answer else None),

@@ -32,8 +32,9 @@ from .gguf import resolve, verify
 RUNTIME = "llama-cpp-python"
 RUNTIME_VERSION = "0.3.36"
 """The runtime version the provider is built and measured with (``make llm``)."""
-N_CTX = 4096
-"""Tokens of context: the answer rules, five passages of about 300 tokens and the reply."""
+N_CTX = 8192
+"""Tokens of context: the answer rules, five passages and the reply (five 1,000-character
+passages of dense text made a 4,102-token prompt on golden v4; the model allows 32,768)."""
 MAX_TOKENS = 384
 """The longest reply :meth:`LlamaCppModel.chat` generates."""
 SEED = 0

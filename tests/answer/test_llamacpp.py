@@ -231,7 +231,7 @@ def test_a_registered_reader_reranker_whose_file_changed_is_refused(
                  f"llamacpp:{model}", "--json"]) == 0
     entry = __import__("json").loads(capsys.readouterr().out)["rerankers"]["reader"]
     assert entry["path"] == f"llamacpp:{model}"
-    assert entry["identity"] == {"name": "llamacpp:judge", "max_length": 4096,
+    assert entry["identity"] == {"name": "llamacpp:judge", "max_length": 8192,
                                  "weights_sha256": hashlib.sha256(b"one model").hexdigest()}
     model.write_bytes(b"another model")
     code = main(["search", "logs", "-c", "notes", "--home", str(home), "--rerank", "reader"])
