@@ -154,7 +154,8 @@ def test_progress_hears_about_each_embedding_batch(
         batch_size=2,
     )
 
-    assert calls == [(2, 5, "embedding"), (4, 5, "embedding"), (5, 5, "embedding")]
+    assert calls == [(0, 5, "embedding"),  # how many, before the first batch
+                     (2, 5, "embedding"), (4, 5, "embedding"), (5, 5, "embedding")]
 
 
 def test_building_over_an_existing_store_replaces_it_and_leaves_no_temporaries(
