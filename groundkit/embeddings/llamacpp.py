@@ -172,10 +172,11 @@ class LlamaCppModel:
         if not template:
             llm.close()
             raise ProviderError(f"{self.path} carries no chat template")
-        special = {name: llm.detokenize([token], special=True).decode("utf-8", "replace")
-                   for name, token in (("eos_token", llm.token_eos()),
-                                       ("bos_token", llm.token_bos()))}
-        self._format = Jinja2ChatFormatter(template=template, **special)
+        def text(token: int) -> str:
+            return str(llm.detokenize([token], special=True).decode("utf-8", "replace"))
+
+        self._format = Jinja2ChatFormatter(template=template, eos_token=text(llm.token_eos()),
+                                           bos_token=text(llm.token_bos()))
         self._llm = llm
         return llm
 
