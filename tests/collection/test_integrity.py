@@ -206,7 +206,7 @@ def test_rebuild_replaces_damaged_files_from_the_store_with_the_recorded_setting
     assert grk(capsys, "check", "k")[:2] == (0, "k: ok\n")
     assert np.array_equal(np.load(bm25_only.parent / "gen-2" / "bm25" / "scores.npy"), scores)
     assert results(capsys)[:2] == (0, before)
-    assert grk(capsys, "index", "-c", "k")[0] == 2  # no PATH without --rebuild
+    assert grk(capsys, "index", "-c", "k")[0] == 0  # no PATH: the recorded folders
 
 
 def test_a_plain_reindex_does_not_carry_damage_over_from_the_previous_index(
