@@ -17,8 +17,10 @@ from ..model import Status
 from .citation import PdfBody, Shown, TextBody
 
 POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
-          "form-action 'none'; frame-ancestors 'none'")
-"""The page's Content-Security-Policy."""
+          "form-action 'none'")
+"""The page's Content-Security-Policy, in its ``<meta>``."""
+HEADER_POLICY = POLICY + "; frame-ancestors 'none'"
+"""The policy the servers send as a header (``frame-ancestors`` works only there)."""
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1b1b1b;background:#f4f4f2}

@@ -27,12 +27,12 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from ..errors import InvalidSpanError
 from .citation import resolve
-from .page import POLICY, render_html
+from .page import HEADER_POLICY, render_html
 
 KEY_BYTES = 24
 Answer = tuple[int, str]
 """An HTTP status and its body (an HTML page, or one line of text)."""
-HEADERS = (("Content-Security-Policy", POLICY), ("X-Content-Type-Options", "nosniff"),
+HEADERS = (("Content-Security-Policy", HEADER_POLICY), ("X-Content-Type-Options", "nosniff"),
            ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"))
 """Sent with every page."""
 
