@@ -21,8 +21,8 @@ Rendering
 Isolation
     PDFium is native code reading the user's file, and the extractor's rule holds here
     too: it never parses file bytes in the calling process. :func:`render` runs this
-    module as a fresh interpreter (``python -m groundkit.viewer.pdf_pages``): a fresh
-    process, not a fork, so a threaded caller (``grk serve``) is safe. The child caps its
+    module in a fresh interpreter (:data:`_BOOT`): a fresh process, not a fork, so a
+    threaded caller (``grk serve``) is safe. The child caps its
     own address space at its size plus ``Limits.memory_bytes`` before it opens the file,
     and is killed at ``Limits.timeout_s``; the parent accepts only a JSON object whose
     every field it checks (base64 alphabet, finite numbers), so a subverted child can
@@ -43,6 +43,7 @@ import subprocess
 import sys
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..extract import DEFAULT_LIMITS, ExtractError, Limits
@@ -56,6 +57,13 @@ SCALE = 1.5
 """Pixels per PDF point of a rendered page (108 dpi): sharp on a laptop screen, and a
 letter page is 918 x 1188 pixels."""
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+_BOOT = ("import sys, types; package = types.ModuleType('groundkit'); "
+         "package.__path__ = [sys.argv[1]]; sys.modules['groundkit'] = package; "
+         "from groundkit.viewer.pdf_pages import _child_main; _child_main()")
+"""The child's program: this module, imported without the package's ``__init__`` (which
+loads the collection layer and numpy: 0.3 s of a child's start) and without any
+``PYTHON*`` variable or the user's site folder (``-I``)."""
 _SAME_LINE = 0.5
 """Two rectangles are on one line when their vertical overlap is at least this share of
 the shorter one's height."""
@@ -198,8 +206,9 @@ def render(data: bytes, pieces: list[Piece], limits: Limits = DEFAULT_LIMITS,
                           "pieces": [[p.page, p.page_start, p.page_end, p.text]
                                      for p in pieces]}).encode()
     try:
-        done = subprocess.run([sys.executable, "-m", __name__], input=request + b"\n" + data,
-                              capture_output=True, timeout=limits.timeout_s, check=False)
+        done = subprocess.run([sys.executable, "-I", "-c", _BOOT, _PACKAGE],
+                              input=request + b"\n" + data, capture_output=True,
+                              timeout=limits.timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise ExtractError(f"drawing the page timed out after {limits.timeout_s:g} s") from None
     if done.returncode < 0:
@@ -282,6 +291,3 @@ def _cap_memory(memory_bytes: int) -> None:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
-
-if __name__ == "__main__":
-    _child_main()
