@@ -52,10 +52,11 @@ answers, query rewrites (:mod:`.llm_answers`)."""
 
 
 def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: Log, *,
-            roles: Sequence[str] = ROLES,
-            sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
+            roles: Sequence[str] = ROLES, sizes: Mapping[str, int] | None = None,
+            store: Path | None = None) -> dict[str, Any]:
     """The stages' block for ``golden`` with the reader ``model`` (see :mod:`.llm_stage`;
-    ``sizes``: :func:`~evals.llm_stage.sample`'s, for a smaller sample than the default)."""
+    ``sizes``: :func:`~evals.llm_stage.sample`'s, for a smaller sample than the default;
+    ``store``: the judgements' JSON Lines store, reused and appended to)."""
     from evals.golden.suite import golden_suite
     from evals.llm_answers import answers_block, rewrite_block
     from evals.stages import BASELINE, STAGES
@@ -76,7 +77,7 @@ def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: 
             "load": {"model_sha256_cpu_s": hashing,
                      "model_load_cpu_s": time.process_time() - started - hashing}}
         if "judge" in roles:
-            block.update(_judge_stages(suite, run, chosen, reader, settings, log))
+            block.update(_judge_stages(suite, run, chosen, reader, settings, log, store))
         if "answers" in roles:
             with Collection.open(run.snapshot.name, cache / "golden") as coll:
                 block["answers"] = answers_block(coll, chosen, reader)
@@ -92,7 +93,7 @@ def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: 
 
 
 def _judge_stages(suite: Any, run: Any, chosen: st.Sample, reader: Any,
-                  settings: rpt.Settings, log: Log) -> dict[str, Any]:
+                  settings: rpt.Settings, log: Log, store: Path | None) -> dict[str, Any]:
     """The judge against the labels, the rerank and the gate, from one set of judgements."""
     from groundkit.retrieval.relevance import ReaderReranker
 
@@ -101,7 +102,7 @@ def _judge_stages(suite: Any, run: Any, chosen: st.Sample, reader: Any,
     log(f"llm: {len(questions)} sampled questions ({chosen.sizes()})")
     ranked = [_ranked(run, q) for q in questions]
     extra, near = _extra_passages(suite, chosen, ranked, run.snapshot.chunks(), qrels)
-    judgements = st.Judgements(reader)
+    judgements = st.Judgements(reader, store)
 
     def part(q: Any) -> str:
         return str(q.split)
@@ -175,7 +176,8 @@ def cmd_llm(args: argparse.Namespace) -> int:
 
     reason = unavailable(args.model)
     block = not_measured(reason, args.model) if reason else measure(
-        Path(args.golden), Path(args.cache), args.model, settings, log, roles=args.roles)
+        Path(args.golden), Path(args.cache), args.model, settings, log, roles=args.roles,
+        store=Path(args.judgements) if args.judgements else out.with_suffix(".judgements.jsonl"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(canonical(block), indent=1, sort_keys=True, ensure_ascii=False)
                    + "\n", encoding="utf-8")
@@ -202,6 +204,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--roles", nargs="+", choices=ROLES, default=list(ROLES),
                    help="what to measure (default all): judge (with the rerank and gate "
                    "stages it feeds), answers, rewrite")
+    p.add_argument("--judgements", metavar="FILE", help="the judgements' store (JSON Lines; "
+                   "default beside --out): reused for the same model file and prompt, appended "
+                   "to as the run goes, so an interrupted run resumes")
     p.add_argument("--seed", type=int, default=0, help="the statistics' seed")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     p.add_argument("--permutations", type=int, default=10_000, help="randomisation draws")

@@ -34,25 +34,28 @@ Without the runtime or the model the report says *not measured* and why, never a
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from evals.report import model as rpt
 from evals.score import abstention, metrics, stats
 from groundkit.retrieval import gate
 from groundkit.retrieval.base import Scored
-from groundkit.retrieval.relevance import judge, probability
+from groundkit.retrieval.relevance import RELEVANCE_RULES, judge, probability
 from groundkit.retrieval.rerank import rerank
 
-ANSWERABLE = 40
-NO_ANSWER = 20
-CALIBRATION = 40
+ANSWERABLE = 34
+NO_ANSWER = 10
+CALIBRATION = 20
+"""The sample: what two shared cores judged in an afternoon (about 10 CPU-s a passage)."""
 DEPTH = 5
 """Passages judged (and reranked) per answerable test question."""
-GATE_DEPTH = 3
+GATE_DEPTH = 2
 """Passages whose best judgement is the gate's signal (every sampled question)."""
 FIRST_STAGE = 100
 SEED = "llm-sample-v1"
@@ -108,29 +111,66 @@ def sample(questions: Sequence[rpt.Question], *, answerable: int = ANSWERABLE,
 
 
 class Judgements:
-    """Each (question, passage) judged once, with the CPU and wall seconds of the call."""
+    """Each (question, passage) judged once, with the CPU and wall seconds of the call.
 
-    def __init__(self, reader: Any) -> None:
+    With a ``store`` (JSON Lines), every judgement is appended as it is made and those
+    already there for the same model file and prompt are reused, so an interrupted run
+    loses nothing; a reused row keeps the cost measured when it was made and the options
+    it was made with (:meth:`cost` counts both kinds).
+    """
+
+    def __init__(self, reader: Any, store: Path | None = None) -> None:
         self.reader = reader
         self.scores: dict[tuple[str, str], float] = {}
         self.cpu: list[float] = []
         self.wall: list[float] = []
+        self.reused = 0
+        self.store = store
+        self.key = {"model_sha256": str(reader.sha256), "prompt_sha256": _digest(
+            RELEVANCE_RULES)}
+        self._stored: dict[tuple[str, str], dict[str, Any]] = {}
+        if store is not None and store.is_file():
+            for line in store.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                if all(row.get(k) == v for k, v in self.key.items()):
+                    self._stored[(row["question_sha256"], row["passage_sha256"])] = row
 
     def __call__(self, question: str, text: str) -> float:
         key = (question, text)
-        if key not in self.scores:
-            cpu, wall = time.process_time(), time.perf_counter()
-            self.scores[key] = judge(question, text, self.reader)
-            self.cpu.append(time.process_time() - cpu)
-            self.wall.append(time.perf_counter() - wall)
+        if key in self.scores:
+            return self.scores[key]
+        row = self._stored.get((_digest(question), _digest(text)))
+        if row is not None:
+            self.reused += 1
+            self.scores[key] = float(row["score"])
+            self.cpu.append(float(row["cpu_s"]))
+            self.wall.append(float(row["wall_s"]))
+            return self.scores[key]
+        cpu, wall = time.process_time(), time.perf_counter()
+        self.scores[key] = judge(question, text, self.reader)
+        self.cpu.append(time.process_time() - cpu)
+        self.wall.append(time.perf_counter() - wall)
+        if self.store is not None:
+            self.store.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.store, "a", encoding="utf-8") as f:
+                f.write(json.dumps({**self.key, "question_sha256": _digest(question),
+                                    "passage_sha256": _digest(text), "score": self.scores[key],
+                                    "cpu_s": self.cpu[-1], "wall_s": self.wall[-1],
+                                    "options": self.reader.identity.get("options")}) + "\n")
         return self.scores[key]
 
     def cost(self) -> dict[str, Any]:
         n = len(self.cpu)
-        return {"calls": n, "cpu_s_total": sum(self.cpu), "wall_s_total": sum(self.wall),
+        return {"calls": n, "reused_from_store": self.reused,
+                "cpu_s_total": sum(self.cpu), "wall_s_total": sum(self.wall),
                 "cpu_s_per_call": sum(self.cpu) / n if n else None,
                 "wall_s_per_call": sum(self.wall) / n if n else None,
-                "cpu_s_per_call_p90": sorted(self.cpu)[int(0.9 * (n - 1))] if n else None}
+                "cpu_s_per_call_p90": sorted(self.cpu)[int(0.9 * (n - 1))] if n else None,
+                "store_options": sorted({str(r.get("options")) for r in self._stored.values()})}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class CachedJudge:

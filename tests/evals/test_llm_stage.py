@@ -63,6 +63,7 @@ class Reader:
     """Says yes to passages holding "42" (P(yes) 0.88), no otherwise (0.12)."""
 
     name, sha256, n_ctx = "stand-in", "0" * 64, 4096
+    identity = {"options": "{}"}  # noqa: RUF012
 
     def next_token_probabilities(self, messages: list[dict[str, str]],
                                  words: Sequence[str]) -> dict[str, float]:
@@ -177,3 +178,26 @@ def test_a_rewrite_is_scored_by_the_ranking_it_gets() -> None:
     assert block["questions"] == 4 and block["rewrites"]["p0"] == "retention period"
     assert block["nDCG@10"]["question"] == pytest.approx(1 / math.log2(3))
     assert block["nDCG@10"]["rewrite"] == 1.0
+
+
+def test_judgements_are_stored_and_reused_for_the_same_model_only(tmp_path: Path) -> None:
+    store = tmp_path / "judgements.jsonl"
+    first = st.Judgements(Reader(), store)
+    first("q", "it is 42")
+    first("q", "noise")
+
+    class Refuses(Reader):
+        def next_token_probabilities(self, messages: list[dict[str, str]],
+                                     words: Sequence[str]) -> dict[str, float]:
+            raise AssertionError("a stored judgement was asked again")
+
+    again = st.Judgements(Refuses(), store)
+    assert again("q", "it is 42") == first("q", "it is 42")
+    assert again.cost()["reused_from_store"] == 1 and again.cost()["calls"] == 1
+
+    class Other(Reader):
+        sha256 = "1" * 64
+
+    other = st.Judgements(Other(), store)
+    other("q", "noise")
+    assert other.reused == 0 and len(store.read_text().splitlines()) == 3
