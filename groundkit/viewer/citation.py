@@ -114,8 +114,8 @@ def resolve(chunk_id: str, *, home: str | None = None, start: int | None = None,
         return _replace(shown, note=f"{CHANGED_MEANWHILE} ({data.reason})")
     try:
         body = _body(chunk, stored.relpath, data, now_at, cited)
-    except (ExtractError, DecodeError) as exc:
-        return _replace(shown, note=f"{CHANGED_MEANWHILE} ({exc})")
+    except (ExtractError, DecodeError) as exc:  # it no longer extracts, or cannot be drawn
+        return _replace(shown, note=str(exc))
     if body is None:
         return _replace(shown, note=CHANGED_MEANWHILE)
     return Shown(verdict=verdict, collection=name, cited=cited, quote=quote, now_at=now_at,

@@ -202,3 +202,22 @@ def test_the_served_answer_refuses_a_malformed_quote(make_tree, home):
     assert status == 400 and "not inside chunk" in body
     assert answer(chunk.chunk_id, "", home=str(home), served=None)[0] == 200
 
+
+
+def test_a_page_that_cannot_be_drawn_says_why_and_shows_no_highlight(make_tree, home,
+                                                                     monkeypatch):
+    from groundkit.extract import ExtractError
+
+    data = (FIXTURES / "pdf" / "tiny.pdf").read_bytes()
+    _, (chunk,) = indexed(make_tree, home, {"tiny.pdf": data})
+
+    def crashed(*args: object, **kwargs: object) -> None:
+        raise ExtractError("drawing the page crashed (signal 6)")
+
+    monkeypatch.setattr(citation, "render", crashed)
+    shown = resolve(chunk.chunk_id, home=str(home))
+    page = render_html(shown)
+
+    assert shown.verdict.status is Status.VERIFIED and shown.body is None
+    assert "No highlight: drawing the page crashed (signal 6)" in page
+    assert 'class="hl"' not in page and "The cited text, as stored" in page

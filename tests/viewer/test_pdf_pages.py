@@ -14,7 +14,7 @@ import pytest
 pdfium = pytest.importorskip("pypdfium2")
 import pypdfium2.raw as raw  # noqa: E402
 
-from groundkit.extract import ExtractError, extract  # noqa: E402
+from groundkit.extract import ExtractError, Limits, extract  # noqa: E402
 from groundkit.extract.pdf import _normalise  # noqa: E402
 from groundkit.viewer import pdf_pages  # noqa: E402
 from groundkit.viewer.pdf_pages import Piece, merge_lines, quote_boxes, render  # noqa: E402
@@ -185,3 +185,24 @@ def test_a_childs_reply_is_checked_field_by_field() -> None:
                                                       None], [1, "AA==", "10", 10, [], None]):
         with pytest.raises(ExtractError, match="malformed result"):
             pdf_pages._checked(bad)
+
+
+def test_a_child_that_crashes_or_hangs_is_a_one_line_reason(monkeypatch) -> None:
+    piece = [Piece(page=1, page_start=0, page_end=1, text="x")]
+    monkeypatch.setattr(pdf_pages, "_BOOT", "import os, signal; os.kill(os.getpid(), 11)")
+    with pytest.raises(ExtractError, match=r"drawing the page crashed \(signal 11\)"):
+        render(b"%PDF", piece)
+    monkeypatch.setattr(pdf_pages, "_BOOT", "import time; time.sleep(30)")
+    with pytest.raises(ExtractError, match=r"timed out after 0\.5 s"):
+        render(b"%PDF", piece, Limits(timeout_s=0.5))
+    monkeypatch.setattr(pdf_pages, "_BOOT", "print('<script>')")
+    with pytest.raises(ExtractError, match="no readable result"):
+        render(b"%PDF", piece)
+
+
+def test_the_child_caps_its_own_address_space() -> None:
+    data = (FIXTURES / "gnuplot-p21-23.pdf").read_bytes()
+    page, start, end, text = quotes(data, 1, seed=11)[0]
+    with pytest.raises(ExtractError, match=r"out of memory|crashed"):
+        render(data, [Piece(page=page, page_start=start, page_end=end, text=text)],
+               Limits(memory_bytes=1 << 20), scale=8.0)

@@ -9,7 +9,9 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+import webbrowser
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -168,3 +170,25 @@ def test_the_view_route_resolves_ids_only_in_the_served_collections(served):
     other = "other:" + "2" * 20
     status, _, page = get(served + view_path(other, view_key(TOKEN, other)))
     assert status == 200 and "not served here" in page and 'class="hl"' not in page
+
+
+def test_grk_open_hands_the_url_to_the_default_browser(home, monkeypatch, capsys):
+    from groundkit.cli import main
+
+    readers: list[threading.Thread] = []
+    pages: list[tuple[int, dict[str, str], str]] = []
+
+    def default_browser(url: str) -> bool:
+        reader = threading.Thread(target=lambda: pages.append(get(url.split("#")[0])))
+        reader.start()
+        readers.append(reader)
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", default_browser)
+    assert main(["open", "--home", str(home), chunk_id(home)]) == 0
+    readers[0].join(timeout=30)
+    assert pages[0][0] == 200 and capsys.readouterr().out == ""
+
+    monkeypatch.setattr(webbrowser, "open", lambda url: False)  # no browser here
+    assert main(["open", "--home", str(home), chunk_id(home), "--timeout", "0.5"]) == 1
+    assert capsys.readouterr().out.startswith("http://127.0.0.1:")
