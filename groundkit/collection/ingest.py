@@ -99,9 +99,22 @@ def read_jobs(
         identity = identities[fmt] if fmt is not None else ""
         sha = hashlib.sha256(data).hexdigest()
         old = reusable.get(doc_id)
+        carry = old is not None and old[0] == sha and (
+            old[2] == identity or _same_ocr(fmt, old[2], identities))
         yield Job(doc_id, str(cand.root), cand.relpath, cand.mtime_ns, data, sha,
-                  carry=old is not None and old[0] == sha and old[2] == identity,
-                  format=fmt, extractor=identity)
+                  carry=carry, format=fmt, extractor=identity)
+
+
+def _same_ocr(fmt: str | None, indexed: str, identities: dict[str, str]) -> bool:
+    """Whether a PDF indexed by OCR (no text layer) would be read by the same OCR now."""
+    if fmt != "pdf" or not indexed.startswith("ocr/"):
+        return False
+    if "ocr" not in identities:
+        try:
+            identities["ocr"] = extract.identity_of("ocr")
+        except MissingDependencyError:
+            identities["ocr"] = ""
+    return indexed == identities["ocr"]
 
 
 def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
@@ -109,6 +122,7 @@ def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
     if job.carry:
         return Prepared(job)
     view: TextView | None = None
+    identity = job.extractor
     try:
         if job.format is None:
             decoded = decode_bytes(job.data)
@@ -116,7 +130,7 @@ def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
                 view = TextView(decoded.text, "markdown", headings=markdown_headings(
                     decoded.text))
         else:
-            view = extract.extract(job.format, job.data)
+            view, identity = extract.read(job.format, job.data)  # a scanned PDF: OCR's
             decoded = Decoded(view.text, "utf-8", 0)
     except DecodeError as exc:  # ExtractError included
         return Prepared(job, error=str(exc))
@@ -125,11 +139,11 @@ def prepare(job: Job, name: str, chunker: ChunkerConfig) -> Prepared:
     document = Document(
         doc_id=job.doc_id, root=job.root, relpath=job.relpath, sha256=job.sha256,
         size=len(job.data), encoding=decoded.encoding, bom_len=decoded.bom_len,
-        text=decoded.text, extractor=job.extractor,
+        text=decoded.text, extractor=identity,
     )
     rows = tuple(store.chunk_row(c) for c in make_chunks(name, document, chunker, view))
     standing = superseded(job.doc_id, decoded.text[:HEAD], view.status if view else "")
-    return Prepared(job, decoded.encoding, decoded.bom_len, rows, extractor=job.extractor,
+    return Prepared(job, decoded.encoding, decoded.bom_len, rows, extractor=identity,
                     standing=standing or "")
 
 

@@ -32,6 +32,7 @@ _SNIFF_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 __all__ = [
     "DEFAULT_LIMITS", "EXTRACTORS", "ExtractError", "Extractor", "Heading", "Limits",
     "Segment", "TextView", "extract", "extractor", "for_file", "identity_of", "install_hint",
+    "read",
 ]
 
 _MODULES: dict[str, str] = {
@@ -40,12 +41,15 @@ _MODULES: dict[str, str] = {
     "docx": "groundkit.extract.office",
     "odt": "groundkit.extract.office",
     "epub": "groundkit.extract.epub",
+    "ocr": "groundkit.extract.ocr",
 }
 """Format name -> the module whose ``EXTRACTORS`` mapping holds its extractor."""
 
 _BY_SUFFIX: dict[str, str] = {
     ".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html",
     ".docx": "docx", ".odt": "odt", ".epub": "epub",
+    # Image files are read only when an include glob asks for them (not in the defaults).
+    ".png": "ocr", ".jpg": "ocr", ".jpeg": "ocr", ".tif": "ocr", ".tiff": "ocr",
 }
 
 EXTRACTORS: tuple[str, ...] = tuple(_MODULES)
@@ -150,6 +154,30 @@ def extract(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> TextView
         raise MissingDependencyError(found.library, found.extra, f"Extracting {name.upper()}")
     from . import forkserver, sandbox
 
+    if name == "ocr" and limits is DEFAULT_LIMITS:
+        from .ocr import OCR_LIMITS
+
+        limits = OCR_LIMITS
+
     if forkserver.available():
         return forkserver.run(name, data, limits)
     return sandbox.run_isolated(name, data, limits)
+
+
+def read(name: str, data: bytes) -> tuple[TextView, str]:
+    """``data`` extracted as format ``name`` (:func:`extract`), and the identity of the
+    extractor that made the view: a PDF without a text layer is read by OCR
+    (:mod:`groundkit.extract.ocr`) where it is installed, and says how to install it
+    where not."""
+    try:
+        return extract(name, data), identity_of(name)
+    except ExtractError as exc:
+        from .pdf import SCANNED
+
+        if name != "pdf" or str(exc) != SCANNED:
+            raise
+    ocr = extractor("ocr")
+    if not ocr.available():
+        raise ExtractError("no text layer (scanned?): pip install 'groundkit[ocr]' and "
+                           "Debian's tesseract-ocr-eng (make ocr) to read it by OCR")
+    return extract("ocr", data), ocr.identity()

@@ -107,6 +107,9 @@ class TextView:
     sorted and disjoint. Marking them changes no character of the view."""
     page_labels: tuple[tuple[int, str], ...] = ()
     """``(page, printed label)`` for the PDF pages whose label is not their number."""
+    ocr_pages: tuple[tuple[int, float], ...] = ()
+    """``(page, mean word confidence 0-100)`` for each page whose text came from OCR
+    (:mod:`groundkit.extract.ocr`); every locator on such a page carries it."""
     _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -165,6 +168,10 @@ class TextView:
             labels = dict(self.page_labels)
             spans = [replace(piece, page_label=labels.get(piece.page)) if piece.page else piece
                      for piece in spans]
+        if self.ocr_pages:
+            confidence = dict(self.ocr_pages)
+            spans = [replace(piece, ocr_confidence=confidence.get(piece.page)) if piece.page
+                     else piece for piece in spans]
         return Locator(format=self.format, spans=tuple(spans))
 
     def heading_path(self, position: int) -> tuple[str, ...]:

@@ -14,8 +14,8 @@ The text view
 
     The view is the texts of the pages that have a non-whitespace character, in page
     order, joined by :data:`PAGE_SEPARATOR` (a blank line, so that a page break is a
-    boundary the chunker prefers). A file none of whose pages has text is refused: OCR
-    is not groundkit's job.
+    boundary the chunker prefers). A file none of whose pages has text is refused
+    (:data:`SCANNED` where its pages hold images: :mod:`groundkit.extract.ocr` reads it).
 
 The source map
     One :class:`~groundkit.extract.base.Segment` per non-empty line of a page's text:
@@ -77,6 +77,9 @@ _MAX_OUTLINE_DEPTH = 64
 NO_TEXT_OR_IMAGE = ("no text: no page holds text or an image (empty, drawings only, or "
                     "content PDFium cannot parse)")
 """The reason for a PDF without text that is not a scan either."""
+SCANNED = "no text layer: scanned? OCR is not supported"
+"""The reason for a PDF whose pages hold images but no text: :func:`groundkit.extract.read`
+reads it by OCR instead where OCR is installed."""
 _MAX_STRING = 32_767
 """The most characters PDFium reads of one string: a longer one is cut there, silently."""
 _IMAGE_OR_FORM = (3, 5)
@@ -266,7 +269,7 @@ def _no_text(pdf: Any, count: int) -> str:
         try:
             if any(raw.FPDFPageObj_GetType(raw.FPDFPage_GetObject(page, i)) in _IMAGE_OR_FORM
                    for i in range(raw.FPDFPage_CountObjects(page))):
-                return "no text layer: scanned? OCR is not supported"
+                return SCANNED
         finally:
             page.close()
     return NO_TEXT_OR_IMAGE

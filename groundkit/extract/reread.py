@@ -27,7 +27,7 @@ def as_indexed(relpath: str, data: bytes, indexed: str,
         now = for_file(relpath, data)
     except ExtractError as exc:
         raise ExtractError(f"file no longer extracts: {exc}") from None
-    if now != fmt:
+    if now != fmt and not (fmt == "ocr" and now == "pdf"):  # a scanned PDF read by OCR
         raise ExtractError(f"file changed format (indexed as {fmt.upper()}, now "
                            f"{(now or 'plain text').upper()}): re-index the collection")
     try:

@@ -125,6 +125,9 @@ class SourceSpanOut(_Out):
     page_label: str | None = Field(default=None, description="The page's printed label "
                                    "(PDF /PageLabels, e.g. 'iv') where it is not its number; "
                                    "page is always the physical page.")
+    ocr_confidence: float | None = Field(default=None, description="Present only where the "
+                                         "page's text came from OCR: Tesseract's mean word "
+                                         "confidence on it, 0-100.")
     view_start: int | None = Field(default=None, description="The text-view code points "
                                    "this piece covers (start/end are in the same unit).")
     view_end: int | None = None
