@@ -221,3 +221,22 @@ def test_a_page_that_cannot_be_drawn_says_why_and_shows_no_highlight(make_tree, 
     assert shown.verdict.status is Status.VERIFIED and shown.body is None
     assert "No highlight: drawing the page crashed (signal 6)" in page
     assert 'class="hl"' not in page and "The cited text, as stored" in page
+
+
+def test_a_text_window_holds_the_quote_and_at_most_its_context_lines():
+    import random
+
+    rng = random.Random(1)
+    for _ in range(2000):
+        text = "".join(rng.choice("ab\n") for _ in range(rng.randrange(1, 200)))
+        lo = rng.randrange(len(text))
+        hi = rng.randrange(lo + 1, len(text) + 1)
+        body = citation._window(text, (lo, hi))
+        s, e = body.highlight
+        begin = lo - s
+        assert body.text[s:e] == text[lo:hi]
+        assert text[begin:begin + len(body.text)] == body.text
+        assert begin == 0 or text[begin - 1] == "\n"
+        assert body.first_line == text.count("\n", 0, begin) + 1
+        assert text[begin:lo].count("\n") <= citation.CONTEXT_LINES
+        assert body.text[e:].count("\n") <= citation.CONTEXT_LINES
