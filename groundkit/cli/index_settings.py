@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..collection import IndexConfig, recorded_config
@@ -150,8 +151,6 @@ def _changes(recorded: IndexConfig | None, config: IndexConfig, *,
         return ()
     before, after = _fields(recorded), _fields(config)
     if roots_given:  # compared once the indexer resolves them: said only when they differ
-        from pathlib import Path
-
         same = [str(Path(r).resolve()) for r in config.roots] == list(recorded.roots)
         after["folders"] = before["folders"] if same else after["folders"]
     return tuple(f"{k} {before[k]} -> {after[k]}" for k in before if before[k] != after[k])
@@ -162,8 +161,8 @@ def summary(name: str, chosen: Chosen) -> str | None:
     if chosen.recorded is None:
         return None
     fields = _fields(chosen.config)
-    kept = f"chunks {fields['chunks']}, analyzer {fields['analyzer']}, embedding " \
-           f"{fields['embedding']}"
+    kept = (f"chunks {fields['chunks']}, analyzer {fields['analyzer']}, embedding "
+            f"{fields['embedding']}")
     if not chosen.changed:
         return f"{name}: settings as recorded ({kept})"
     return f"{name}: settings as recorded except {'; '.join(chosen.changed)} ({kept})"
