@@ -240,3 +240,23 @@ def test_a_text_window_holds_the_quote_and_at_most_its_context_lines():
         assert body.first_line == text.count("\n", 0, begin) + 1
         assert text[begin:lo].count("\n") <= citation.CONTEXT_LINES
         assert body.text[e:].count("\n") <= citation.CONTEXT_LINES
+
+
+def test_an_ocrd_scan_shows_its_ocr_text_view_with_the_span_highlighted(make_tree, home):
+    import os
+
+    from groundkit.extract.ocr import OcrExtractor
+
+    if os.environ.get("GROUNDKIT_REQUIRE_OCR") != "1" and not OcrExtractor().available():
+        pytest.skip("OCR not installed (make ocr)")
+    from extract import scans
+
+    _, chunks = indexed(make_tree, home, {"scan.pdf": scans.scanned_pdf(pages=(1,))})
+    chunk = max(chunks, key=lambda c: len(c.text))
+
+    shown = resolve(chunk.chunk_id, home=str(home))
+
+    assert shown.verdict.status is Status.VERIFIED and shown.format == "ocr"
+    assert isinstance(shown.body, TextBody) and shown.body.highlight is not None
+    lo, hi = shown.body.highlight
+    assert shown.body.text[lo:hi] == chunk.text
