@@ -188,8 +188,9 @@ fuzz: $(STAMP) ## fuzz every extractor, the sniff and verification (FUZZ_N input
 	$(PY) bench/fuzz_extract.py --n $(FUZZ_N) --seed $(FUZZ_SEED)
 
 # Debian packages bench/bench_extract.py reads: its documents, poppler's pdftotext (the PDF
-# reference) and Chromium (the HTML reference). Missing ones make rows "not measured".
-BENCH_DEBS := gnuplot-doc r-doc-pdf debian-handbook poppler-utils chromium
+# reference) and Chromium (the HTML reference); bench_ocr.py's peer, ocrmypdf, and Tesseract's
+# English data. Missing ones make rows "not measured".
+BENCH_DEBS := gnuplot-doc r-doc-pdf debian-handbook poppler-utils chromium ocrmypdf tesseract-ocr-eng
 
 bench-docs: ## install the Debian documents and tools bench_extract.py measures with, if missing
 	@missing=""; for p in $(BENCH_DEBS); do \

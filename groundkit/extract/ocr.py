@@ -27,7 +27,8 @@ The source map
 Identity
     ``ocr/tesseract=VERSION;LANG=sha256:DIGEST;dpi=300;psm=3;oem=1;v1``: the engine, the
     checksum of the language data it loaded, and the options. Tesseract is deterministic
-    for those (one thread), so verification re-OCRs a page and compares as for any view.
+    for those (tesserocr's wheel builds libtesseract without OpenMP: one thread), so
+    verification re-OCRs a page and compares as for any view.
 
 Bounds
     OCR runs in the extraction sandbox like every extractor, with :data:`OCR_LIMITS`
@@ -47,6 +48,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from io import BytesIO
@@ -164,14 +166,13 @@ def _read_pages(fmt: str, pictures: Iterator[_Picture], folder: Path, options: O
                 ) -> TextView:
     import tesserocr
 
-    os.environ["OMP_THREAD_LIMIT"] = "1"  # one thread: deterministic, and the cores shared
     texts: list[str] = []
     segments: list[Segment] = []
     confidences: list[tuple[int, float]] = []
     laid_out: list[furniture.PageLines] = []
     size = 0
-    with tesserocr.PyTessBaseAPI(path=str(folder), lang=options.lang, psm=options.psm,
-                                 oem=options.oem) as api:
+    with _quiet_stderr(), tesserocr.PyTessBaseAPI(
+            path=str(folder), lang=options.lang, psm=options.psm, oem=options.oem) as api:
         for number, picture in enumerate(pictures, start=1):
             api.SetImage(picture.image)
             page = _page(api.GetTSVText(0), picture.to_points)
@@ -196,6 +197,24 @@ def _read_pages(fmt: str, pictures: Iterator[_Picture], folder: Path, options: O
                     furniture.pdf_runs(laid_out) if fmt == "pdf" else (),
                     tuple((n, label) for n, label in labels if n in dict(confidences)),
                     ocr_pages=tuple(confidences))
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 pointed at ``/dev/null`` while Tesseract runs, then restored.
+
+    Tesseract and Leptonica write their diagnostics straight to it: a page at the memory
+    limit made Leptonica print 800,000 lines of failed allocations. What went wrong
+    reaches the caller as the sandbox's one-line reason instead."""
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def _page(tsv: str, to_points: Callable[[int, int, int, int], Box],

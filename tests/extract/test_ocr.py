@@ -149,3 +149,23 @@ def test_hostile_or_empty_input_is_one_line_reason(make: object, said: str) -> N
     reason = str(caught.value)
     assert reason.startswith(said), reason
     assert "\n" not in reason and "Traceback" not in reason
+
+
+def test_a_page_past_the_memory_limit_is_one_line_and_tesseract_stays_quiet(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A 6300 x 6300 pixel page (21 inches at 300 dpi) needs more than 256 MiB: the
+    sandbox says so (or that Tesseract crashed at the limit) in one line, and
+    Leptonica's failed allocations (800,000 lines of them on stderr before) are not
+    printed."""
+    from dataclasses import replace
+    from io import BytesIO
+
+    from groundkit.extract import sandbox
+
+    image = scans.page_image(scans.R_INTRO, 1, 100).resize((3150, 3150))  # type: ignore[attr-defined]
+    out = BytesIO()
+    image.save(out, "PDF", resolution=150)
+    said = r"^(extraction ran out of memory \(limit 256 MiB\)|extractor crashed \(signal \d+\))$"
+    with pytest.raises(ExtractError, match=said):  # Tesseract may crash on a failed malloc
+        sandbox.run_isolated("ocr", out.getvalue(), replace(OCR_LIMITS, memory_bytes=256 << 20))
+    assert len(capfd.readouterr().err) < 1000
