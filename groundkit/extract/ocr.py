@@ -90,6 +90,8 @@ TESSDATA_DIRS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-oc
 """Where Debian's (and other distributions') language packages put their data, searched
 after ``$TESSDATA_PREFIX``."""
 _IMAGE_FORMATS = ("PNG", "JPEG", "TIFF")
+_IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
+"""How PNG, JPEG and (little- and big-endian) TIFF files begin."""
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _PAGE_SEPARATOR = "\n\n"
 
@@ -146,6 +148,8 @@ class OcrExtractor:
         if data[:1024].lstrip(b"\0\t\n\r ").startswith(b"%PDF-"):
             return _read_pages("pdf", _pdf_pages(data, self.options.dpi, limits), folder,
                                self.options, limits, _pdf_extras(data))
+        if not data.startswith(_IMAGE_MAGIC):  # before Tesseract loads its model
+            raise ExtractError("not a PNG, JPEG or TIFF image")
         return _read_pages("image", _image_pages(data, limits), folder, self.options, limits,
                            None)
 
