@@ -41,6 +41,16 @@ EXIT_CODES: dict[int, str] = {
 }
 """Every exit status ``grk`` returns (``grk --help`` lists them; docs/cli.md explains them)."""
 
+MODULES: dict[str, str] = {
+    "index": "commands", "fetch": "commands", "status": "commands",
+    "collections": "commands", "check": "commands", "search": "commands",
+    "calibrate": "commands", "eval": "commands", "ask": "ask", "gc": "maintenance",
+    "drop": "maintenance", "questions": "questions", "rerankers": "rerank", "serve": "serve",
+    "watch": "watch", "open": "open",
+}
+"""The module of :mod:`groundkit.cli` that registers each command: ``grk COMMAND`` imports
+only that one. A test checks it against :data:`COMMANDS` once every module is loaded."""
+
 Handler = Callable[[argparse.Namespace], int]
 Configure = Callable[[argparse.ArgumentParser], Handler]
 COMMANDS: dict[str, tuple[str, Configure]] = {}

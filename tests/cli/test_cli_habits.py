@@ -174,3 +174,20 @@ def test_search_filters_by_path_format_and_date(
     assert code == 0 and out.startswith("no hits")
     code, _, err = grk(capsys, "search", "pages", "-c", "a", "--modified-since", "soon")
     assert code == 2 and "--modified-since wants a date" in err
+
+
+def test_every_command_is_mapped_to_the_module_that_registers_it() -> None:
+    from groundkit.cli.registry import COMMANDS, MODULES
+
+    build_parser()  # loads every command module
+    assert {name: configure.__module__.rsplit(".", 1)[1]
+            for name, (_, configure) in COMMANDS.items()} == MODULES
+
+
+def test_a_command_loads_only_its_own_module_at_start_up() -> None:
+    probe = ("import sys; from groundkit.cli import build_parser; build_parser(only='search'); "
+             "print(sorted(m for m in ('groundkit.answer', 'groundkit.mcp_server', "
+             "'groundkit.viewer', 'asyncio', 'http.server') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout == "[]\n"
