@@ -6,10 +6,11 @@ offsets index it directly (:mod:`groundkit.extract.markdown` adds Markdown's hea
 :func:`extract` runs the chosen one in a separate process with a time and memory limit
 (:mod:`groundkit.extract.forkserver`, :mod:`groundkit.extract.sandbox`), whatever the
 file's size or format: a 56 KB HTML page can cost lexbor seconds and gigabytes, so no
-threshold decides which bytes are parsed in the calling process (ADR 0018). The format sniff (:func:`sniff`) is the one parse of a
-file's bytes done in the caller, and it is bounded: a zip container's directory of at
-most ``Limits.max_members`` records, and at most :data:`MIMETYPE_READ` decompressed bytes
-of its ``mimetype`` member, stored or deflated only.
+threshold decides which bytes are parsed in the calling process (ADR 0018). The format
+sniff (:func:`sniff`) is the one parse of a file's bytes done in the caller, and it is
+bounded: a zip container's directory of at most ``Limits.max_members`` records, and at
+most :data:`MIMETYPE_READ` decompressed bytes of its ``mimetype`` member, stored or
+deflated only.
 
 Each extractor's library is an optional extra; one that is missing is a clear
 :class:`~groundkit.errors.MissingDependencyError`, and the indexer lists the file as
@@ -166,17 +167,21 @@ def extract(name: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> TextView
 
 def read(name: str, data: bytes) -> tuple[TextView, str]:
     """``data`` extracted as format ``name`` (:func:`extract`), and the identity of the
-    extractor that made the view: a PDF without a text layer is read by OCR
-    (:mod:`groundkit.extract.ocr`) where it is installed, and says how to install it
-    where not."""
-    try:
-        return extract(name, data), identity_of(name)
-    except ExtractError as exc:
-        from .pdf import SCANNED
+    extractor that made the view. A PDF with pages that hold images but no text is read
+    by OCR (:mod:`groundkit.extract.ocr`: its text pages as the PDF extractor reads
+    them, the others recognised) where OCR is installed; where it is not, a wholly
+    scanned PDF says how to install it, and a partly scanned one keeps its text pages."""
+    from .pdf import SCANNED
 
+    try:
+        view = extract(name, data)
+    except ExtractError as exc:
         if name != "pdf" or str(exc) != SCANNED:
             raise
+        view = None
     ocr = extractor("ocr")
+    if view is not None and (not view.scanned_pages or not ocr.available()):
+        return view, identity_of(name)
     if not ocr.available():
         raise ExtractError("no text layer (scanned?): pip install 'groundkit[ocr]' and "
                            "Debian's tesseract-ocr-eng (make ocr) to read it by OCR")

@@ -110,6 +110,9 @@ class TextView:
     ocr_pages: tuple[tuple[int, float], ...] = ()
     """``(page, mean word confidence 0-100)`` for each page whose text came from OCR
     (:mod:`groundkit.extract.ocr`); every locator on such a page carries it."""
+    scanned_pages: tuple[int, ...] = ()
+    """Pages that hold images but no text (a PDF with some scanned pages): left out of
+    this view, read by OCR where it is installed (:func:`groundkit.extract.read`)."""
     _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,12 +1,13 @@
 """OCR: scanned PDF pages and image files read by Tesseract, with a source map (ADR 0022).
 
 What is read
-    A PDF none of whose pages has a text layer (the PDF extractor's "no text layer:
-    scanned?") is read here instead (:func:`groundkit.extract.read` falls back to it),
-    and so are PNG, JPEG and TIFF files that an include glob asks for (``--include
-    '*.png'``: they are not in the default globs). Each PDF page is drawn by PDFium at
-    :data:`OPTIONS`' dpi (300) in grayscale; an image file's frames (a multi-page TIFF)
-    are its pages, read at their own resolution.
+    A PDF with pages that hold images but no text (wholly scanned: the PDF extractor's
+    "no text layer: scanned?"; partly: its view's ``scanned_pages``) is read here instead
+    (:func:`groundkit.extract.read` turns to it), and so are PNG, JPEG and TIFF files
+    that an include glob asks for (``--include '*.png'``: not in the default globs). A
+    PDF page with a text layer is read as the PDF extractor reads it; one without is
+    drawn by PDFium at :data:`OPTIONS`' dpi (300) in grayscale and recognised. An image
+    file's frames (a multi-page TIFF) are its pages, read at their own resolution.
 
 The text view
     Tesseract's words (its TSV output) grouped as it groups them: the words of a line
@@ -56,8 +57,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MissingDependencyError
-from . import furniture
-from .base import DEFAULT_LIMITS, ExtractError, Limits, Segment, TextView
+from . import declared, furniture
+from .base import DEFAULT_LIMITS, ExtractError, Heading, Limits, Segment, TextView
+from .pdf import _find_title, _info, _outline, _page_labels, _page_text
+from .pdf import _Page as _TextPage
 
 ALGORITHM = "v1"
 """The view's own version: bump it whenever this module would make other text or map."""
@@ -147,7 +150,7 @@ class OcrExtractor:
             raise ExtractError(f"Tesseract language data {self.options.lang!r} not installed")
         if data[:1024].lstrip(b"\0\t\n\r ").startswith(b"%PDF-"):
             return _read_pages("pdf", _pdf_pages(data, self.options.dpi, limits), folder,
-                               self.options, limits, _pdf_extras(data))
+                               self.options, limits, _pdf_facts(data))
         if not data.startswith(_IMAGE_MAGIC):  # before Tesseract loads its model
             raise ExtractError("not a PNG, JPEG or TIFF image")
         return _read_pages("image", _image_pages(data, limits), folder, self.options, limits,
@@ -165,30 +168,36 @@ class _Picture:
     to_points: Callable[[int, int, int, int], Box]
 
 
-def _read_pages(fmt: str, pictures: Iterator[_Picture], folder: Path, options: Options,
-                limits: Limits, extras: tuple[str, tuple[tuple[int, str], ...]] | None,
-                ) -> TextView:
+def _read_pages(fmt: str, pages: Iterator[_Picture | _TextPage], folder: Path,
+                options: Options, limits: Limits, facts: _PdfFacts | None) -> TextView:
+    """The view of a file's pages: a picture recognised by Tesseract, a PDF page with a
+    text layer as the PDF extractor reads it."""
     import tesserocr
 
     texts: list[str] = []
     segments: list[Segment] = []
     confidences: list[tuple[int, float]] = []
     laid_out: list[furniture.PageLines] = []
+    starts: dict[int, int] = {}
     size = 0
     with _quiet_stderr(), tesserocr.PyTessBaseAPI(
             path=str(folder), lang=options.lang, psm=options.psm, oem=options.oem) as api:
-        for number, picture in enumerate(pictures, start=1):
-            api.SetImage(picture.image)
-            page = _page(api.GetTSVText(0), picture.to_points)
-            if page is None:
-                continue
-            text, lines, confidence = page
+        for number, item in enumerate(pages, start=1):
+            if isinstance(item, _Picture):
+                api.SetImage(item.image)
+                read = _page(api.GetTSVText(0), item.to_points)
+                if read is None:
+                    continue
+                text, lines, confidence = read
+                confidences.append((number, confidence))
+            else:
+                text, lines = item.text, list(item.lines)
             if texts:
                 size += len(_PAGE_SEPARATOR)
+            starts[number] = size
             segments.extend(Segment(size + start, size + end, page=number, page_offset=start,
                                     bbox=box) for start, end, box in lines)
             laid_out.append(furniture.PageLines(size, text, lines))
-            confidences.append((number, confidence))
             size += len(text)
             if size > limits.max_view_chars:
                 raise ExtractError(f"OCR text longer than the limit of {limits.max_view_chars} "
@@ -196,10 +205,17 @@ def _read_pages(fmt: str, pictures: Iterator[_Picture], folder: Path, options: O
             texts.append(text)
     if not texts:
         raise ExtractError("OCR found no text on any page")
-    status, labels = extras or ("", ())
-    return TextView(_PAGE_SEPARATOR.join(texts), fmt, tuple(segments), (), status,
-                    furniture.pdf_runs(laid_out) if fmt == "pdf" else (),
-                    tuple((n, label) for n, label in labels if n in dict(confidences)),
+    if facts is None:
+        return TextView(_PAGE_SEPARATOR.join(texts), fmt, tuple(segments), ocr_pages=tuple(
+            confidences))
+    by_page = dict(zip(starts, texts, strict=True))
+    headings = sorted((Heading(starts[index + 1] + _find_title(by_page[index + 1], title),
+                               level, title)
+                       for level, title, index in facts.outline if index + 1 in starts),
+                      key=lambda h: h.start)
+    return TextView(_PAGE_SEPARATOR.join(texts), fmt, tuple(segments), tuple(headings),
+                    facts.status, furniture.pdf_runs(laid_out),
+                    tuple((n, label) for n, label in facts.labels if n in starts),
                     ocr_pages=tuple(confidences))
 
 
@@ -259,9 +275,10 @@ def _page(tsv: str, to_points: Callable[[int, int, int, int], Box],
     return "".join(parts), lines, round(sum(scores) / len(scores), 1)
 
 
-def _pdf_pages(data: bytes, dpi: int, limits: Limits) -> Iterator[_Picture]:
-    """Each page of the PDF drawn at ``dpi`` in grayscale, its pixels mapped back to the
-    page's user space by PDFium (rotation and crop box included)."""
+def _pdf_pages(data: bytes, dpi: int, limits: Limits) -> Iterator[_Picture | _TextPage]:
+    """Each page of the PDF: its text layer where it has one (as the PDF extractor reads
+    it), else drawn at ``dpi`` in grayscale, its pixels mapped back to the page's user
+    space by PDFium (rotation and crop box included)."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
@@ -280,6 +297,10 @@ def _pdf_pages(data: bytes, dpi: int, limits: Limits) -> Iterator[_Picture]:
         for index in range(count):
             page = pdf[index]
             try:
+                layer = _text_layer(page, index)
+                if layer.text.strip():
+                    yield layer
+                    continue
                 width, height = (math.ceil(side * scale) for side in page.get_size())
                 if width * height > MAX_PIXELS:
                     raise ExtractError(f"page {index + 1} would be {width}x{height} pixels at "
@@ -290,6 +311,15 @@ def _pdf_pages(data: bytes, dpi: int, limits: Limits) -> Iterator[_Picture]:
                 page.close()
     finally:
         pdf.close()
+
+
+def _text_layer(page: Any, index: int) -> _TextPage:
+    import pypdfium2 as pdfium
+
+    try:
+        return _page_text(page)
+    except pdfium.PdfiumError:
+        raise ExtractError(f"malformed PDF: page {index + 1} has no readable text") from None
 
 
 def _device_to_page(raw: Any, page: Any, width: int, height: int,
@@ -306,19 +336,27 @@ def _device_to_page(raw: Any, page: Any, width: int, height: int,
     return to_points
 
 
-def _pdf_extras(data: bytes) -> tuple[str, tuple[tuple[int, str], ...]]:
-    """The PDF's declared standing and its page labels, read as the PDF extractor does."""
-    import pypdfium2 as pdfium
+@dataclass(frozen=True, slots=True)
+class _PdfFacts:
+    """What a PDF says besides its pages: its standing, page labels and outline."""
 
-    from . import declared
-    from .pdf import _info, _page_labels
+    status: str
+    labels: tuple[tuple[int, str], ...]
+    outline: tuple[tuple[int, str, int], ...]
+
+
+def _pdf_facts(data: bytes) -> _PdfFacts:
+    """The PDF's declared standing, page labels and outline, read as the PDF extractor
+    reads them."""
+    import pypdfium2 as pdfium
 
     try:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError:
-        return "", ()
+        return _PdfFacts("", (), ())
     try:
-        return declared.from_pdf(_info(pdf)), _page_labels(pdf, list(range(1, len(pdf) + 1)))
+        return _PdfFacts(declared.from_pdf(_info(pdf)),
+                         _page_labels(pdf, list(range(1, len(pdf) + 1))), tuple(_outline(pdf)))
     finally:
         pdf.close()
 

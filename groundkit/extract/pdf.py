@@ -15,7 +15,9 @@ The text view
     The view is the texts of the pages that have a non-whitespace character, in page
     order, joined by :data:`PAGE_SEPARATOR` (a blank line, so that a page break is a
     boundary the chunker prefers). A file none of whose pages has text is refused
-    (:data:`SCANNED` where its pages hold images: :mod:`groundkit.extract.ocr` reads it).
+    (:data:`SCANNED` where its pages hold images: :mod:`groundkit.extract.ocr` reads it);
+    the pages without text that hold images are listed in the view's ``scanned_pages``
+    (:func:`groundkit.extract.read` has OCR read such a file where it is installed).
 
 The source map
     One :class:`~groundkit.extract.base.Segment` per non-empty line of a page's text:
@@ -154,10 +156,13 @@ def _extract(pdf: Any, limits: Limits) -> TextView:
     page_starts: dict[int, int] = {}
     pages: dict[int, str] = {}
     laid_out: list[furniture.PageLines] = []
+    scanned: list[int] = []
     size = 0
     for index in range(count):
         page = _read_page(pdf, index)
         if not page.text.strip():
+            if holds_image(pdf, index):
+                scanned.append(index + 1)
             continue
         if texts:
             size += len(PAGE_SEPARATOR)
@@ -171,13 +176,14 @@ def _extract(pdf: Any, limits: Limits) -> TextView:
                                "characters")
         texts.append(page.text)
     if not texts:
-        raise ExtractError(_no_text(pdf, count))
+        raise ExtractError(SCANNED if scanned else NO_TEXT_OR_IMAGE)
     headings = [Heading(page_starts[index] + _find_title(pages[index], title), level, title)
                 for level, title, index in _outline(pdf) if index in pages]
     headings.sort(key=lambda h: h.start)
     return TextView(PAGE_SEPARATOR.join(texts), "pdf", tuple(segments), tuple(headings),
                     declared.from_pdf(_info(pdf)), furniture.pdf_runs(laid_out),
-                    _page_labels(pdf, [index + 1 for index in pages]))
+                    _page_labels(pdf, [index + 1 for index in pages]),
+                    scanned_pages=tuple(scanned))
 
 
 def _page_labels(pdf: Any, numbers: list[int]) -> tuple[tuple[int, str], ...]:
@@ -258,21 +264,18 @@ def _holds_cut_string(raw: Any, page: Any, textpage: Any) -> bool:
     return False
 
 
-def _no_text(pdf: Any, count: int) -> str:
-    """Why a PDF none of whose pages has text gives none: scanned pages hold images;
-    pages that hold nothing PDFium can read are empty or content it could not parse
-    (a 100,000-deep array swallows the page's text operators)."""
+def holds_image(pdf: Any, index: int) -> bool:
+    """Whether page ``index`` holds an image or a form object: a page without text that
+    does is a scan; one that does not is empty, or content PDFium could not parse (a
+    100,000-deep array swallows the page's text operators)."""
     import pypdfium2.raw as raw
 
-    for index in range(count):
-        page = pdf[index]
-        try:
-            if any(raw.FPDFPageObj_GetType(raw.FPDFPage_GetObject(page, i)) in _IMAGE_OR_FORM
-                   for i in range(raw.FPDFPage_CountObjects(page))):
-                return SCANNED
-        finally:
-            page.close()
-    return NO_TEXT_OR_IMAGE
+    page = pdf[index]
+    try:
+        return any(raw.FPDFPageObj_GetType(raw.FPDFPage_GetObject(page, i)) in _IMAGE_OR_FORM
+                   for i in range(raw.FPDFPage_CountObjects(page)))
+    finally:
+        page.close()
 
 
 def _normalise(utf16: str) -> tuple[str, Callable[[int], int]]:

@@ -90,3 +90,16 @@ def image_pages_pdf(count: int, width: float = 200, height: float = 200) -> byte
     out = BytesIO()
     pdf.save(out)
     return out.getvalue()
+
+
+def mixed_pdf(text_page: int = 0, scanned_page: int = 1) -> bytes:
+    """Page ``text_page`` of the R manual as it is (a text layer) followed by page
+    ``scanned_page`` as a scan: a PDF only partly scanned."""
+    import pypdfium2 as pdfium
+
+    out = pdfium.PdfDocument.new()
+    out.import_pages(pdfium.PdfDocument(R_INTRO), [text_page])
+    out.import_pages(pdfium.PdfDocument(scanned_pdf(pages=(scanned_page,))), [0])
+    buffer = BytesIO()
+    out.save(buffer)
+    return buffer.getvalue()

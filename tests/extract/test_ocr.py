@@ -169,3 +169,21 @@ def test_a_page_past_the_memory_limit_is_one_line_and_tesseract_stays_quiet(
     with pytest.raises(ExtractError, match=said):  # Tesseract may crash on a failed malloc
         sandbox.run_isolated("ocr", out.getvalue(), replace(OCR_LIMITS, memory_bytes=256 << 20))
     assert len(capfd.readouterr().err) < 1000
+
+
+def test_a_partly_scanned_pdf_keeps_its_text_layer_and_ocrs_the_scanned_page(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = scans.mixed_pdf(text_page=0, scanned_page=1)
+    text_only = extract.extract("pdf", data)
+    assert text_only.scanned_pages == (2,)
+    assert {s.page for s in text_only.segments} == {1}
+    view, identity = extract.read("pdf", data)
+    assert identity == extract.identity_of("ocr")
+    assert view.text.startswith(text_only.text + "\n\n")  # page 1: the text layer, as is
+    assert [page for page, _ in view.ocr_pages] == [2]
+    assert {s.page for s in view.segments} == {1, 2}
+    first, second = view.locate(0, 20), view.locate(len(view.text) - 20, len(view.text))
+    assert first is not None and first.spans[0].ocr_confidence is None
+    assert second is not None and second.spans[0].ocr_confidence is not None
+    monkeypatch.setattr(OcrExtractor, "available", lambda self: False)
+    assert extract.read("pdf", data) == (text_only, extract.identity_of("pdf"))
