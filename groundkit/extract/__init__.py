@@ -169,8 +169,9 @@ def read(name: str, data: bytes) -> tuple[TextView, str]:
     """``data`` extracted as format ``name`` (:func:`extract`), and the identity of the
     extractor that made the view. A PDF with pages that hold images but no text is read
     by OCR (:mod:`groundkit.extract.ocr`: its text pages as the PDF extractor reads
-    them, the others recognised) where OCR is installed; where it is not, a wholly
-    scanned PDF says how to install it, and a partly scanned one keeps its text pages."""
+    them, the others recognised) where OCR is installed; where it is not, or where OCR
+    fails on it (too many pages, past its time), a partly scanned PDF keeps its text
+    pages, and a wholly scanned one says why it is skipped."""
     from .pdf import SCANNED
 
     try:
@@ -185,4 +186,9 @@ def read(name: str, data: bytes) -> tuple[TextView, str]:
     if not ocr.available():
         raise ExtractError("no text layer (scanned?): pip install 'groundkit[ocr]' and "
                            "Debian's tesseract-ocr-eng (make ocr) to read it by OCR")
-    return extract("ocr", data), ocr.identity()
+    try:
+        return extract("ocr", data), ocr.identity()
+    except ExtractError:
+        if view is None:
+            raise
+        return view, identity_of(name)  # OCR failed (too many pages, time): the text pages

@@ -59,7 +59,7 @@ from typing import Any
 from ..errors import MissingDependencyError
 from . import declared, furniture
 from .base import DEFAULT_LIMITS, ExtractError, Heading, Limits, Segment, TextView
-from .pdf import _find_title, _info, _outline, _page_labels, _page_text
+from .pdf import _find_title, _info, _outline, _page_labels, _read_page
 from .pdf import _Page as _TextPage
 
 ALGORITHM = "v1"
@@ -290,17 +290,21 @@ def _pdf_pages(data: bytes, dpi: int, limits: Limits) -> Iterator[_Picture | _Te
     pdf = pdfium.PdfDocument(handle)
     try:
         count = len(pdf)
-        if count > limits.max_pages:
-            raise ExtractError(f"PDF has {count} pages, more than OCR's limit of "
+        if count > DEFAULT_LIMITS.max_pages:
+            raise ExtractError(f"PDF has {count} pages, more than the limit of "
+                               f"{DEFAULT_LIMITS.max_pages}")
+        layers = [_read_page(pdf, index) for index in range(count)]
+        blank = sum(not layer.text.strip() for layer in layers)
+        if blank > limits.max_pages:
+            raise ExtractError(f"PDF pages without text: {blank}, more than OCR's limit of "
                                f"{limits.max_pages}")
         scale = dpi / 72
-        for index in range(count):
+        for index, layer in enumerate(layers):
+            if layer.text.strip():
+                yield layer
+                continue
             page = pdf[index]
             try:
-                layer = _text_layer(page, index)
-                if layer.text.strip():
-                    yield layer
-                    continue
                 width, height = (math.ceil(side * scale) for side in page.get_size())
                 if width * height > MAX_PIXELS:
                     raise ExtractError(f"page {index + 1} would be {width}x{height} pixels at "
@@ -311,15 +315,6 @@ def _pdf_pages(data: bytes, dpi: int, limits: Limits) -> Iterator[_Picture | _Te
                 page.close()
     finally:
         pdf.close()
-
-
-def _text_layer(page: Any, index: int) -> _TextPage:
-    import pypdfium2 as pdfium
-
-    try:
-        return _page_text(page)
-    except pdfium.PdfiumError:
-        raise ExtractError(f"malformed PDF: page {index + 1} has no readable text") from None
 
 
 def _device_to_page(raw: Any, page: Any, width: int, height: int,

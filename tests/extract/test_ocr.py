@@ -135,7 +135,7 @@ def test_without_ocr_a_scanned_pdf_says_how_to_install_it(
     (lambda: scans.many_frame_tiff(OCR_LIMITS.max_pages + 1),
      f"image has {OCR_LIMITS.max_pages + 1} frames, more than OCR's limit"),
     (lambda: scans.image_pages_pdf(OCR_LIMITS.max_pages + 1),
-     f"PDF has {OCR_LIMITS.max_pages + 1} pages, more than OCR's limit"),
+     f"PDF pages without text: {OCR_LIMITS.max_pages + 1}, more than OCR's limit"),
     (lambda: scans.image_pages_pdf(1, 14_400, 14_400),
      "page 1 would be 60001x60001 pixels at 300 dpi, more than the limit"),
     (lambda: scans.image_pages_pdf(1), "OCR found no text on any page"),
@@ -187,3 +187,19 @@ def test_a_partly_scanned_pdf_keeps_its_text_layer_and_ocrs_the_scanned_page(
     assert second is not None and second.spans[0].ocr_confidence is not None
     monkeypatch.setattr(OcrExtractor, "available", lambda self: False)
     assert extract.read("pdf", data) == (text_only, extract.identity_of("pdf"))
+
+
+def test_a_partly_scanned_pdf_ocr_cannot_read_keeps_its_text_pages(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OCR refusing the file (here: more pages without text than it reads) does not
+    cost the text pages the PDF extractor reads."""
+    from dataclasses import replace
+
+    from groundkit.extract import ocr
+
+    data = scans.mixed_pdf(text_page=0, scanned_page=1)
+    monkeypatch.setattr(ocr, "OCR_LIMITS", replace(OCR_LIMITS, max_pages=0))
+    with pytest.raises(ExtractError, match="PDF pages without text: 1, more than OCR's limit of 0"):
+        extract.extract("ocr", data)
+    assert extract.read("pdf", data) == (extract.extract("pdf", data),
+                                         extract.identity_of("pdf"))
