@@ -103,3 +103,24 @@ def mixed_pdf(text_page: int = 0, scanned_page: int = 1) -> bytes:
     buffer = BytesIO()
     out.save(buffer)
     return buffer.getvalue()
+
+
+def upside_down_scan(source: Path = R_INTRO, index: int = 0, dpi: int = 200) -> bytes:
+    """Page ``index`` of ``source`` as a scan whose image is stored upside down, with
+    ``/Rotate 180`` so that it is shown upright (as a scanner fed the wrong way round
+    and corrected by a viewer writes it)."""
+    import pypdfium2 as pdfium
+
+    width, height = pdfium.PdfDocument(source)[index].get_size()
+    pdf = pdfium.PdfDocument.new()
+    page = pdf.new_page(width, height)
+    image = pdfium.PdfImage.new(pdf)
+    image.set_bitmap(pdfium.PdfBitmap.from_pil(page_image(source, index, dpi)))
+    image.set_matrix(pdfium.PdfMatrix().scale(width, height).rotate(180)
+                     .translate(width, height))
+    page.insert_obj(image)
+    page.gen_content()
+    page.set_rotation(180)
+    out = BytesIO()
+    pdf.save(out)
+    return out.getvalue()

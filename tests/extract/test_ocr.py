@@ -203,3 +203,28 @@ def test_a_partly_scanned_pdf_ocr_cannot_read_keeps_its_text_pages(
         extract.extract("ocr", data)
     assert extract.read("pdf", data) == (extract.extract("pdf", data),
                                          extract.identity_of("pdf"))
+
+
+def test_a_rotated_scans_boxes_are_in_the_pages_own_space(scanned_view: TextView) -> None:
+    """An image stored upside down on a ``/Rotate 180`` page reads as the upright page;
+    its line boxes are in the page's unrotated user space, where the original words sit
+    turned by 180 degrees."""
+    view = extract.extract("ocr", scans.upside_down_scan())
+    assert _WORD.findall(view.text)[:10] == _WORD.findall(scanned_view.text)[:10]
+    width, height = pdfium.PdfDocument(scans.R_INTRO)[0].get_size()
+    original = list(original_words(0))
+    once = {w for w, n in Counter(w for w, _ in original).items() if n == 1}
+    once &= {w for w, n in Counter(_WORD.findall(view.text)).items() if n == 1}
+    inside = 0
+    for word, (left, bottom, right, top) in original:
+        if word not in once:
+            continue
+        at = re.search(rf"\b{word}\b", view.text)
+        assert at is not None
+        segment = next(s for s in view.segments if s.start <= at.start() < s.end)
+        assert segment.bbox is not None
+        x0, y0, x1, y1 = segment.bbox
+        turned = (width - right, height - top, width - left, height - bottom)
+        inside += (x0 - 2 <= turned[0] and turned[2] <= x1 + 2 and y0 - 2 <= turned[1]
+                   and turned[3] <= y1 + 2)
+    assert len(once) >= 25 and inside / len(once) >= 0.95
