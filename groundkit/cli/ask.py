@@ -51,6 +51,8 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from ..answer import ask
 
+        if not args.question.strip():
+            raise UsageError("empty question: give the words to ask")
         if args.sentences is not None and args.llm:
             raise UsageError("--sentences applies to extractive answers (drop --llm)")
         choice = replace(DEFAULT, max_sentences=args.sentences or DEFAULT.max_sentences,

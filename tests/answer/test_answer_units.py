@@ -214,3 +214,10 @@ def test_the_python_api_refuses_a_threshold_that_is_not_a_number(
             with pytest.raises(UsageError, match="finite"):
                 coll.search("wombat", score_threshold=bad)
         assert coll.search("wombat", score_threshold=0.0)
+
+
+def test_an_empty_question_is_a_usage_error(make_tree: TreeMaker, home: Path) -> None:
+    from groundkit.cli import main
+
+    index("e", IndexConfig(roots=(str(make_tree({"a.md": "wombat\n"})),)), home=home)
+    assert main(["ask", "  ", "-c", "e", "--home", str(home)]) == 2
