@@ -188,6 +188,10 @@ def only_workers_take_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     take them all (seen in CI: a worker that handed nothing back)."""
     from evals import forked
 
+    # Fork even where an earlier test loaded lancedb in this process: these workers rank
+    # lexical stages and never touch it (tests/security/test_fork_safety.py tests the
+    # refusal to fork a real run once it is loaded).
+    monkeypatch.setattr(forked, "THREADED_RUNTIMES", ())
     parent, take = os.getpid(), forked.Tasks.take
     monkeypatch.setattr(forked.Tasks, "take",
                         lambda tasks: None if os.getpid() == parent else take(tasks))
