@@ -117,11 +117,96 @@ def measure(reader: str, pages: list[tuple[str, int]], dpi: int,
             "pages_per_s": round(len(pages) / elapsed, 3), "per_page": per_page}
 
 
+RETRIEVAL_DOCS = ("r-manuals/R-data.pdf", "r-manuals/R-admin.pdf")
+"""The golden v4 PDFs whose scanned copies ``--retrieval`` searches (126 pages)."""
+PART_PAGES = 10
+"""Pages per file: each document is cut into files of 10 pages, the originals and the
+scans alike, so that no file is near OCR's time limit on a loaded machine."""
+
+
+def _parts(name: str, scanned: bool) -> list[tuple[str, bytes]]:
+    import pypdfium2 as pdfium
+
+    source = pdfium.PdfDocument(DOCS / name)
+    parts = []
+    for first in range(0, len(source), PART_PAGES):
+        pages = list(range(first, min(first + PART_PAGES, len(source))))
+        out = BytesIO()
+        if scanned:
+            images = [source[i].render(scale=300 / 72, grayscale=True).to_pil() for i in pages]
+            images[0].save(out, "PDF", resolution=300, save_all=True, append_images=images[1:])
+        else:
+            part = pdfium.PdfDocument.new()
+            part.import_pages(source, pages)
+            part.save(out)
+        parts.append((f"{Path(name).stem}-p{first + 1:03d}.pdf", out.getvalue()))
+    return parts
+
+
+def _first_relevant(texts: list[str], quote: str) -> int | None:
+    """The 1-based rank of the first chunk that holds ``quote`` (whitespace collapsed; a
+    partial-ratio of 90 or more, so OCR's and the text layer's chunks are judged alike)."""
+    from rapidfuzz import fuzz
+
+    wanted = collapse(quote)
+    for rank, text in enumerate(texts, start=1):
+        if fuzz.partial_ratio(wanted, collapse(text), score_cutoff=90):
+            return rank
+    return None
+
+
+def retrieval(result: dict[str, Any]) -> None:
+    """nDCG@10 of golden v4's questions on two R manuals, text originals against 300-dpi
+    scans read by OCR, BM25 (the default): one relevant passage per question, the first
+    chunk holding its quote; the paired difference with a bootstrap 95% interval."""
+    import json
+    import math
+    import random
+
+    from groundkit.collection import Collection, IndexConfig, index
+
+    questions = [q for q in map(json.loads, (ROOT / "golden" / "v4" / "questions.jsonl")
+                                .read_text(encoding="utf-8").splitlines())
+                 if q.get("kind") == "answerable" and q.get("answers")
+                 and q["answers"][0]["doc_id"] in RETRIEVAL_DOCS]
+    gains: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        for kind in ("text", "scanned"):
+            root = Path(tmp) / kind
+            root.mkdir()
+            start = time.perf_counter()
+            for name in RETRIEVAL_DOCS:
+                for file, data in _parts(name, kind == "scanned"):
+                    (root / file).write_bytes(data)
+            report = index(kind, IndexConfig(roots=(str(root),)), home=home)
+            print(f"{kind}: {report.added} files indexed, {len(report.skipped)} skipped in "
+                  f"{time.perf_counter() - start:.0f} s")
+            with Collection.open(kind, home) as coll:
+                ranks = [_first_relevant([h.chunk.text for h in coll.search(q["question"])],
+                                         q["answers"][0]["quote"]) for q in questions]
+            gains[kind] = [1 / math.log2(r + 1) if r else 0.0 for r in ranks]
+    deltas = [s - t for s, t in zip(gains["scanned"], gains["text"], strict=True)]
+    rng = random.Random(49)
+    boots = sorted(sum(rng.choices(deltas, k=len(deltas))) / len(deltas) for _ in range(2000))
+    row = {"questions": len(questions),
+           "ndcg10_text": round(sum(gains["text"]) / len(questions), 3),
+           "ndcg10_scanned": round(sum(gains["scanned"]) / len(questions), 3),
+           "delta": round(sum(deltas) / len(deltas), 3),
+           "delta_95": [round(boots[49], 3), round(boots[1949], 3)]}
+    result["retrieval"] = row
+    print(f"nDCG@10 over {row['questions']} questions: text {row['ndcg10_text']}, scanned "
+          f"{row['ndcg10_scanned']}, delta {row['delta']:+} {row['delta_95']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=len(PAGES))
     parser.add_argument("--dpi", type=int, action="append")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--retrieval", action="store_true",
+                        help="also nDCG@10 of scanned copies of two golden PDFs (OCRs 126 pages)")
+    parser.add_argument("--only-retrieval", action="store_true")
     args = parser.parse_args()
     from groundkit.extract.ocr import OcrExtractor
 
@@ -137,6 +222,10 @@ def main() -> None:
     peer = ocrmypdf_version()
     result: dict[str, Any] = {"machine": machine(identity=ocr.identity(), ocrmypdf=peer),
                               "rows": []}
+    if args.only_retrieval:
+        retrieval(result)
+        print(f"written to {write_result('ocr-retrieval', result, args.out)}")
+        return
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
     for dpi in args.dpi or [150, 300]:
         row = measure("groundkit", pages, dpi, references)
@@ -155,6 +244,8 @@ def main() -> None:
             print(f"ocrmypdf {peer} {dpi} dpi: CER {row['cer']:.2%} over {row['pages']} "
                   f"pages, {row['pages_per_s']:.3f} pages/s (peak RSS in its children: "
                   f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss >> 10} MiB)")
+    if args.retrieval:
+        retrieval(result)
     result["machine"]["loadavg_after"] = load_average()
     print(f"written to {write_result('ocr', result, args.out)}")
 
