@@ -84,8 +84,8 @@ CHOICES: dict[str, Choice] = {
     "no-passage-lift": Choice(passage_weight=0.0),
     "no-term-coverage": Choice(coverage=0.0),
     "no-answer-type": Choice(answer_type=0.0),
-    "no-passage-rank": Choice(passage_rank=0.0),
-    "lexical-only": Choice(coverage=0.0, answer_type=0.0, passage_rank=0.0),
+    "passage-rank-0.5": Choice(passage_rank=0.5),
+    "lexical-only": Choice(coverage=0.0, answer_type=0.0),
     "superseded-as-current": Choice(superseded=1.0),
 }
 """The sentence choices the harness compares (``default`` is what ``grk ask`` does)."""
