@@ -69,7 +69,7 @@ def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: 
     reader.load()
     suite = golden_suite(golden, cache / "golden")
     try:
-        run = suite.open(STAGES[BASELINE], log)
+        run: Any = suite.open(STAGES[BASELINE], log)  # the baseline's _CollectionRun
         chosen = st.sample(suite.questions, **(sizes or {}))
         block: dict[str, Any] = {
             "measured": True, "model": reader.identity, "golden": str(golden),
@@ -152,10 +152,10 @@ def _extra_passages(suite: Any, chosen: st.Sample, ranked: list[st.Ranked],
         overlaps = {cid: min(end, miss.end) - max(start, miss.start)
                     for cid, (doc, start, end) in spans.items() if doc == miss.doc_id} \
             if miss is not None else {}
-        best = max(sorted(overlaps), key=lambda c: overlaps[c], default=None)
-        if best is not None and overlaps[best] > 0:
-            near[q.query_id] = best
-            extra.setdefault(q.query_id, []).append((best, texts[best]))
+        nearest = max(sorted(overlaps), key=lambda c: overlaps[c], default=None)
+        if nearest is not None and overlaps[nearest] > 0:
+            near[q.query_id] = nearest
+            extra.setdefault(q.query_id, []).append((nearest, texts[nearest]))
     return extra, near
 
 
