@@ -1,6 +1,7 @@
 """The reader's stages end to end on golden v4 with the real model (EVAL_GATED=1 only).
 
-A small sample (three questions of each part) so the test takes minutes, not an hour;
+A small sample (three questions of each part) so the test takes minutes, not an hour
+(10-15 minutes on the loaded two-core build machine: over pytest's default 600 s once);
 ``make eval-llm`` runs the fixed sample. Needs ``make llm``; without the runtime or the
 model the test is skipped saying which.
 """
@@ -27,6 +28,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.timeout(3600)  # about 25 judgements of ~10 CPU-s, and golden v4 indexed
 def test_the_stages_measure_a_small_sample_and_record_identity_and_cost(tmp_path: Path) -> None:
     reason = llm_run.unavailable(MODEL)
     if reason:
