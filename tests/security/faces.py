@@ -5,6 +5,11 @@
 (Linux reports the largest of them), so a sandboxed extraction's child counts as much
 as the face itself. :data:`MCP_FETCH` is the MCP face: a real server built in the
 child and ``fetch_chunk`` called through an in-memory client session.
+
+The face is started by a small launcher (:data:`LAUNCH`), never forked from the test
+process itself: Linux carries a process's peak RSS across ``fork`` and ``execve``, so a
+face forked from a pytest process that earlier tests grew to 1.4 GiB would report that
+peak as its own.
 """
 
 from __future__ import annotations
@@ -20,6 +25,18 @@ from pathlib import Path
 
 RSS_LIMIT_MIB = 512
 """Issue 45's target: no groundkit process past 512 MiB on an input of at most 10 MiB."""
+
+LAUNCH = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs ``argv[2:]`` and writes its peak RSS (KiB) to ``argv[1]``; exits with its code."""
 
 MCP_FETCH = """
 import sys
@@ -44,21 +61,24 @@ def measured(argv: list[str], home: Path, timeout_s: float = 120.0) -> Outcome:
     env = {**os.environ, "GROUNDKIT_HOME": str(home),
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "mcp_server"),
                                           os.environ.get("PYTHONPATH", "")])}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        peak = Path(scratch) / "maxrss"
         start = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
-        timer = threading.Timer(timeout_s, proc.kill)
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(peak), *argv],
+                                stdout=out, stderr=err, env=env, start_new_session=True)
+        timer = threading.Timer(timeout_s, lambda: os.killpg(proc.pid, 9))
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            code = proc.wait()
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - start
         out.seek(0)
         err.seek(0)
-        return Outcome(proc.returncode, out.read().decode(errors="replace"),
-                       err.read().decode(errors="replace"), usage.ru_maxrss / 1024, wall)
+        rss = int(peak.read_text()) / 1024 if peak.is_file() else float("inf")
+        return Outcome(code, out.read().decode(errors="replace"),
+                       err.read().decode(errors="replace"), rss, wall)
 
 
 def grk(*args: str) -> list[str]:
