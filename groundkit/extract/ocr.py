@@ -48,13 +48,14 @@ import importlib.util
 import math
 import os
 import re
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import MissingDependencyError
 from . import declared, furniture
@@ -180,31 +181,35 @@ def _read_pages(fmt: str, pages: Iterator[_Picture | _TextPage], folder: Path,
     laid_out: list[furniture.PageLines] = []
     starts: dict[int, int] = {}
     size = 0
-    with _quiet_stderr(), tesserocr.PyTessBaseAPI(
-            path=str(folder), lang=options.lang, psm=options.psm, oem=options.oem) as api:
-        for number, item in enumerate(pages, start=1):
-            if isinstance(item, _Picture):
-                api.SetImage(item.image)
-                read = _page(api.GetTSVText(0), item.to_points)
-                if read is None:
-                    continue
-                text, lines, confidence = read
-                confidences.append((number, confidence))
-            else:
-                text, lines = item.text, list(item.lines)
-            if texts:
-                size += len(_PAGE_SEPARATOR)
-            starts[number] = size
-            segments.extend(Segment(size + start, size + end, page=number, page_offset=start,
-                                    bbox=box) for start, end, box in lines)
-            laid_out.append(furniture.PageLines(size, text, lines))
-            size += len(text)
-            if size > limits.max_view_chars:
-                raise ExtractError(f"OCR text longer than the limit of {limits.max_view_chars} "
-                                   "characters")
-            texts.append(text)
-    if not texts:
-        raise ExtractError("OCR found no text on any page")
+    with tempfile.TemporaryFile() as diagnostics:
+        with _quiet_stderr(diagnostics), tesserocr.PyTessBaseAPI(
+                path=str(folder), lang=options.lang, psm=options.psm, oem=options.oem) as api:
+            for number, item in enumerate(pages, start=1):
+                if isinstance(item, _Picture):
+                    api.SetImage(item.image)
+                    read = _page(api.GetTSVText(0), item.to_points)
+                    if read is None:
+                        continue
+                    text, lines, confidence = read
+                    confidences.append((number, confidence))
+                else:
+                    text, lines = item.text, list(item.lines)
+                if texts:
+                    size += len(_PAGE_SEPARATOR)
+                starts[number] = size
+                segments.extend(Segment(size + start, size + end, page=number, page_offset=start,
+                                        bbox=box) for start, end, box in lines)
+                laid_out.append(furniture.PageLines(size, text, lines))
+                size += len(text)
+                if size > limits.max_view_chars:
+                    raise ExtractError(f"OCR text longer than the limit of {limits.max_view_chars} "
+                                       "characters")
+                texts.append(text)
+        if not texts and _allocations_failed(diagnostics):
+            raise ExtractError(f"extraction ran out of memory (limit {limits.memory_bytes >> 20} "
+                               "MiB)")
+        if not texts:
+            raise ExtractError("OCR found no text on any page")
     if facts is None:
         return TextView(_PAGE_SEPARATOR.join(texts), fmt, tuple(segments), ocr_pages=tuple(
             confidences))
@@ -220,21 +225,31 @@ def _read_pages(fmt: str, pages: Iterator[_Picture | _TextPage], folder: Path,
 
 
 @contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """File descriptor 2 pointed at ``/dev/null`` while Tesseract runs, then restored.
+def _quiet_stderr(sink: IO[bytes]) -> Iterator[None]:
+    """File descriptor 2 pointed at ``sink`` (an unlinked temporary file, for
+    :func:`_allocations_failed`) while Tesseract runs, then restored.
 
     Tesseract and Leptonica write their diagnostics straight to it: a page at the memory
     limit made Leptonica print 800,000 lines of failed allocations. What went wrong
-    reaches the caller as the sandbox's one-line reason instead."""
+    reaches the caller as a one-line reason instead."""
     saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(null, 2)
+        os.dup2(sink.fileno(), 2)
         yield
     finally:
         os.dup2(saved, 2)
         os.close(saved)
-        os.close(null)
+
+
+_ALLOCATION = re.compile(rb"alloc|Cannot allocate|pixCreate", re.I)
+
+
+def _allocations_failed(diagnostics: IO[bytes]) -> bool:
+    """Whether what Tesseract and Leptonica wrote (its first 64 KiB) says an allocation
+    failed: a page past the memory limit then reads as no text, which would be the wrong
+    reason."""
+    diagnostics.seek(0)
+    return bool(_ALLOCATION.search(diagnostics.read(64 * 1024)))
 
 
 def _page(tsv: str, to_points: Callable[[int, int, int, int], Box],
