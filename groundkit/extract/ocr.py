@@ -169,6 +169,7 @@ class _Picture:
     to_points: Callable[[int, int, int, int], Box]
 
 
+# long: one pass over the pages with Tesseract open, then the view from what it read
 def _read_pages(fmt: str, pages: Iterator[_Picture | _TextPage], folder: Path,
                 options: Options, limits: Limits, facts: _PdfFacts | None) -> TextView:
     """The view of a file's pages: a picture recognised by Tesseract, a PDF page with a
