@@ -146,6 +146,11 @@ register(Stage(name="bm25-exact-norms", bm25=_EXACT,
                "bm25s' formula"))
 register(Stage(name="bm25s", engine="bm25s", bm25=_EXACT,
                description="reference: bm25s method=lucene k1=0.9 b=0.4 on groundkit's terms"))
+register(Stage(name="bm25s-furniture-out", engine="bm25s", bm25=_EXACT,
+               options={"furniture": "left out"},
+               description="ablation: bm25s as the bm25s stage, over unit texts whose page "
+               "furniture (running heads, page numbers, contents, navigation) is blanked: "
+               "whether furniture belongs in BM25's statistics (ADR-0021)"))
 register(Stage(name="rank-bm25", engine="rank-bm25",
                bm25=BM25Params(method="robertson", lucene_norms=False),
                description="reference: rank-bm25 BM25Okapi k1=0.9 b=0.4 (Robertson idf, "

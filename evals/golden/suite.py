@@ -282,6 +282,8 @@ class _CollectionRun:
                             and not stage.rerank and not stage.collapse)
         """Whether the stage ranks with the collection's own BM25 (its top is the evidence's)."""
         def texts() -> list[str]:
+            if stage.options.get("furniture") == "left out":
+                return [without_furniture(c.text, c.furniture) for c in snap.chunks()]
             return [c.text for c in snap.chunks()]
 
         first = stage_retriever(stage, snap, settings.analyzer, settings.bm25, lambda: [
@@ -338,6 +340,13 @@ class _CollectionRun:
             return ranked, scored(self.retriever.name, ranked[:shown])
         hits = self.retriever.search(query, depth)
         return [(s.position, s.score) for s in hits], hits[:shown]
+
+
+def without_furniture(text: str, furniture: Sequence[tuple[int, int, str]]) -> str:
+    """``text`` with its furniture runs blanked (spaces: terms and lengths lose them)."""
+    for start, end, _ in furniture:
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
 
 
 def questions_of(golden: Golden) -> list[rpt.Question]:
