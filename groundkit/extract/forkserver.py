@@ -280,7 +280,7 @@ def _reap(pending: dict[int, socket.socket]) -> None:
 
 
 def _child(conn: socket.socket) -> NoReturn:
-    from .sandbox import _encode, _limit_memory, _prepare_child, _run
+    from .sandbox import _encode, _prepare_child, _run, limit_memory
 
     code = 1
     try:
@@ -291,7 +291,7 @@ def _child(conn: socket.socket) -> NoReturn:
         name, data, limits = pickle.loads(_read_framed(conn))
         conn.sendall(b"P" + _PID.pack(os.getpid()))
         signal.setitimer(signal.ITIMER_REAL, limits.timeout_s)
-        limit = _limit_memory(limits.memory_bytes)
+        limit = limit_memory(limits.memory_bytes)
         from . import extractor
 
         found = extractor(name)

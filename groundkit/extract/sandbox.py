@@ -119,7 +119,7 @@ def _child(work: Callable[[], Any], write_end: int, memory_bytes: int) -> NoRetu
     code = 1
     try:
         _prepare_child()
-        limit = _limit_memory(memory_bytes)
+        limit = limit_memory(memory_bytes)
         view = memoryview(_encode(_run(work, limit)))
         while view:
             view = view[os.write(write_end, view):]
@@ -168,7 +168,7 @@ def _encode(outcome: tuple[str, Any]) -> bytes:
         return pickle.dumps(("failed", f"unpicklable result: {_one_line(str(exc))}"))
 
 
-def _limit_memory(memory_bytes: int) -> int:
+def limit_memory(memory_bytes: int) -> int:
     """Cap the address space at its current size plus ``memory_bytes``; the cap."""
     with open("/proc/self/statm", "rb") as statm:
         current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")

@@ -35,9 +35,7 @@ import base64
 import ctypes
 import json
 import math
-import os
 import re
-import resource
 import struct
 import subprocess
 import sys
@@ -48,6 +46,7 @@ from typing import Any
 
 from ..extract import DEFAULT_LIMITS, ExtractError, Limits
 from ..extract.pdf import _normalise as normalise_page_text
+from ..extract.sandbox import limit_memory
 
 Box = tuple[float, float, float, float]
 """``(left, bottom, right, top)`` in PDF points, or ``(left, top, right, bottom)`` in
@@ -255,7 +254,7 @@ def _child_main() -> None:
     request = json.loads(request_line)
     import pypdfium2 as pdfium
 
-    _cap_memory(int(request["memory_bytes"]))
+    limit_memory(int(request["memory_bytes"]))
     try:
         pdf = pdfium.PdfDocument(data)
         try:
@@ -281,13 +280,4 @@ def _draw(pdf: Any, page: int, start: int, end: int, text: str, scale: float) ->
     return [page, base64.b64encode(png).decode("ascii"), width, height,
             [list(box) for box in mapped], labels.get(page)]
 
-
-def _cap_memory(memory_bytes: int) -> None:
-    with open("/proc/self/statm", "rb") as statm:
-        current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = current + memory_bytes
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
