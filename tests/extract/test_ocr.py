@@ -153,7 +153,7 @@ def test_hostile_or_empty_input_is_one_line_reason(make: object, said: str) -> N
 
 def test_a_page_past_the_memory_limit_is_one_line_and_tesseract_stays_quiet(
         capfd: pytest.CaptureFixture[str]) -> None:
-    """A 6300 x 6300 pixel page (21 inches at 300 dpi) needs more than 256 MiB: the
+    """A 6300 x 6300 pixel page (21 inches at 300 dpi) needs more than 96 MiB: the
     sandbox says so (or that Tesseract crashed at the limit) in one line, and
     Leptonica's failed allocations (800,000 lines of them on stderr before) are not
     printed."""
@@ -165,9 +165,11 @@ def test_a_page_past_the_memory_limit_is_one_line_and_tesseract_stays_quiet(
     image = scans.page_image(scans.R_INTRO, 1, 100).resize((3150, 3150))  # type: ignore[attr-defined]
     out = BytesIO()
     image.save(out, "PDF", resolution=150)
-    said = r"^(extraction ran out of memory \(limit 256 MiB\)|extractor crashed \(signal \d+\))$"
+    # 96 MiB, not 256: at 256 MiB the page was read in one fresh clone and not in another
+    # (what Tesseract allocates varies), so the test cut it too close to mean anything.
+    said = r"^(extraction ran out of memory \(limit 96 MiB\)|extractor crashed \(signal \d+\))$"
     with pytest.raises(ExtractError, match=said):  # Tesseract may crash on a failed malloc
-        sandbox.run_isolated("ocr", out.getvalue(), replace(OCR_LIMITS, memory_bytes=256 << 20))
+        sandbox.run_isolated("ocr", out.getvalue(), replace(OCR_LIMITS, memory_bytes=96 << 20))
     assert len(capfd.readouterr().err) < 1000
 
 
