@@ -18,6 +18,7 @@ the file is skipped with that reason, never a traceback.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -114,6 +115,10 @@ class TextView:
     """Pages that hold images but no text (a PDF with some scanned pages): left out of
     this view, read by OCR where it is installed (:func:`groundkit.extract.read`)."""
     _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
+    _furniture_ends: list[int] = field(default_factory=list, init=False, repr=False,
+                                       compare=False)
+    _labels: dict[int, str] = field(default_factory=dict, init=False, repr=False,
+                                    compare=False)
 
     def __post_init__(self) -> None:
         last = 0
@@ -129,12 +134,16 @@ class TextView:
                                    f"[{start}, {end}) (view of {len(self.text)})")
             last = end
         object.__setattr__(self, "_starts", [s.start for s in self.segments])
+        object.__setattr__(self, "_furniture_ends", [end for _, end, _ in self.furniture])
+        object.__setattr__(self, "_labels", dict(self.page_labels))
 
     def furniture_in(self, start: int, end: int) -> tuple[tuple[int, int, str], ...]:
         """The furniture runs overlapping ``[start, end)``, cut to it and made relative
         to ``start`` (a chunk's own offsets)."""
+        first = bisect.bisect_right(self._furniture_ends, start)  # runs are sorted, disjoint
         return tuple((max(a, start) - start, min(b, end) - start, kind)
-                     for a, b, kind in self.furniture if a < end and b > start)
+                     for a, b, kind in itertools.takewhile(lambda run: run[0] < end,
+                                                           self.furniture[first:]))
 
     def sections_in(self, start: int, end: int) -> tuple[tuple[int, tuple[str, ...]], ...]:
         """``(offset relative to start, heading path)`` for each heading that starts
@@ -167,10 +176,9 @@ class TextView:
             group.append(seg)
         if group:
             spans.append(_merge(group, start, end))
-        if self.page_labels:
-            labels = dict(self.page_labels)
-            spans = [replace(piece, page_label=labels.get(piece.page)) if piece.page else piece
-                     for piece in spans]
+        if self._labels:
+            spans = [replace(piece, page_label=self._labels.get(piece.page)) if piece.page
+                     else piece for piece in spans]
         if self.ocr_pages:
             confidence = dict(self.ocr_pages)
             spans = [replace(piece, ocr_confidence=confidence.get(piece.page)) if piece.page

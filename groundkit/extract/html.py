@@ -127,13 +127,13 @@ class _Walker:
                 if shown:
                     hidden = 0
                     self.events.append((_OPEN, 1, ""))
-                elif tag in _HIDDEN_TAGS or (not hidden and _hidden(node.attributes)):
+                elif tag in _HIDDEN_TAGS or (not hidden and _hidden(attributes := node.attributes)):
                     hidden += 1
-                elif not hidden:
+                elif not hidden:  # attributes were read once, just above
                     shown = True
                     verbatim += tag in _VERBATIM_TAGS
                     content += tag in ("article", "main")
-                    if not furniture and is_navigation(tag, node.attributes, content > 0):
+                    if not furniture and is_navigation(tag, attributes, content > 0):
                         furniture, marks = 1, True
                         self.events.append((_FURNITURE, 1, ""))
                     self._enter(tag)
