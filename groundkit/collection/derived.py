@@ -30,7 +30,7 @@ from .. import faults, store
 from ..errors import GroundkitError, IndexMismatchError
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..text.analysis import DEFAULT_PRESET, Analyzer
-from . import integrity
+from . import integrity, pace
 from .indexer import DerivedBuilder, Progress
 
 if TYPE_CHECKING:
@@ -175,6 +175,8 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
     Above :data:`~groundkit.retrieval.ann.THRESHOLD` chunks (or as ``settings["ann"]``
     says: ``on``, ``off``) the store also gets an approximate index, built anew.
     With an ``executor`` the batches are embedded where it runs work (Ray actors).
+    In a home's collection the run's pace is remembered for the next estimate
+    (:mod:`.pace`).
     """
 
     def build(conn: sqlite3.Connection, generation: int, gen_dir: Path,
@@ -194,11 +196,15 @@ def vector_builder(progress: Progress | None = None, *, reuse: bool = True,
             from ..embeddings.reuse import ReusingProvider
 
             provider = ReusingProvider(provider, _vectors_by_text(conn, previous, chunks))
+        collections = gen_dir.parent.parent  # <home>/collections/NAME/gen-N
+        timed = (pace.timed(progress, collections.parent, pace.key(
+                     provider.identity, "this machine" if executor is None else "a cluster"))
+                 if collections.name == "collections" else progress)
         try:
             VectorStore.build(gen_dir / VECTORS, stamp(settings, generation),
                               provider.identity, [c.chunk_id for c in chunks],
                               [c.text for c in chunks], provider, previous=previous,
-                              progress=progress,
+                              progress=timed,
                               ann=ann.choose(str(settings.get("ann", "auto")), len(chunks)))
         finally:
             provider.close()
