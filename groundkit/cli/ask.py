@@ -12,9 +12,11 @@ from ..collection import Collection
 from ..embeddings.ollama import OLLAMA_DEFAULT_HOST
 from ..errors import UsageError
 from ..text import terminal
+from ..viewer.links import Views
 from .numbers import finite
 from .options import abstain_arguments, mode_arguments, mode_options
 from .registry import EXIT_NO_ANSWER, Handler, command, emit
+from .render import views_of
 
 
 @command("ask", "Answer a question from a collection with exact, re-verified quotes "
@@ -63,7 +65,7 @@ def _ask(p: argparse.ArgumentParser) -> Handler:
                          llm_host=args.llm_host, llm_timeout=args.llm_timeout,
                          rewrite=args.rewrite, judge=args.judge, choice=choice,
                          **mode_options(args))
-        data = answer.to_dict()
+        data = with_views(answer.to_dict(), views_of(args))
         emit(args, data, lambda: print_answer(data))
         return 0 if data["kind"] in ("extractive", "llm") else EXIT_NO_ANSWER
 
@@ -78,6 +80,20 @@ def _sentences(value: str) -> int:
     if not 1 <= n <= MAX_SENTENCES:
         raise argparse.ArgumentTypeError(f"must be 1 to {MAX_SENTENCES}, got {n}")
     return n
+
+
+def with_views(data: dict[str, Any], views: Views) -> dict[str, Any]:
+    """``data`` with ``view_url`` and ``view_command`` on every citation (the quote's own
+    offsets) and every passage (its whole chunk)."""
+    cited = [c for s in data.get("sentences", []) for c in
+             [*s["citations"], *([s["context"]] if s.get("context") else [])]]
+    cited += data.get("citations", [])
+    cited += [side["citation"] for c in data.get("conflicts", []) for side in c["sides"]]
+    for c in cited:
+        c.update(views.of(c["chunk_id"], c["start"], c["end"]))
+    for p in data.get("passages", []):
+        p.update(views.of(p["chunk_id"]))
+    return data
 
 
 def _where(c: dict[str, Any]) -> str:
@@ -111,6 +127,8 @@ def print_answer(data: dict[str, Any]) -> None:
                 print(terminal.line("      " + " › ".join(c["headings"])))
             if c.get("link"):
                 print(terminal.line(f"      open: {c['link']}"))
+            if c.get("view_command"):
+                print(terminal.line(f"      view: {c['view_url'] or c['view_command']}"))
     for conflict in data.get("conflicts", []):
         print(f"Sources disagree on {conflict['about']}:")
         for side in conflict["sides"]:

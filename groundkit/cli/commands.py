@@ -338,7 +338,7 @@ def _search(p: argparse.ArgumentParser) -> Handler:
     _search_arguments(p)
 
     def run(args: argparse.Namespace) -> int:
-        from .render import abstention_line, print_hits
+        from .render import abstention_line, print_hits, views_of
 
         if args.alpha is not None and not args.abstain:
             raise UsageError("--alpha applies with --abstain only")
@@ -350,10 +350,11 @@ def _search(p: argparse.ArgumentParser) -> Handler:
                                             modified_since=args.modified_since),
                    **mode_options(args)}
         names = list(dict.fromkeys(args.collection))
+        views = views_of(args)
         pairs, decisions, analyzer = _searched(args, names, options)
         terms = set(analyzer.analyze(args.query))
-        data: dict[str, Any] = {"query": args.query, "mode": args.mode,
-                                "hits": [h.to_dict(name) for name, h in pairs]}
+        data: dict[str, Any] = {"query": args.query, "mode": args.mode, "hits": [
+            {**h.to_dict(name), **views.of(h.chunk.chunk_id)} for name, h in pairs]}
         data.update({"collection": names[0]} if len(names) == 1 else {"collections": names})
         if len(decisions) == 1:
             data.update(decisions[0][1].to_dict())
@@ -367,7 +368,8 @@ def _search(p: argparse.ArgumentParser) -> Handler:
                     print((f"{name}: " if len(names) > 1 else "")
                           + abstention_line(decision))
             if not decisions or not all(d.abstained for _, d in decisions):
-                print_hits([h for _, h in pairs], terms, analyzer, explain=args.explain)
+                print_hits([h for _, h in pairs], terms, analyzer, explain=args.explain,
+                           views=views)
 
         emit(args, data, human)
         return 0

@@ -1,7 +1,10 @@
-"""Human-readable output of search hits: snippets with the matching terms highlighted."""
+"""Human-readable output of search hits: snippets with the matching terms highlighted, and
+each hit's link to its citation page (:mod:`groundkit.viewer.links`)."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import sys
 from collections.abc import Collection, Sequence
@@ -10,8 +13,11 @@ from ..model import Chunk, Hit, Locator, open_link, page_place
 from ..retrieval.gate import Decision
 from ..text import terminal
 from ..text.analysis import Analyzer
+from ..viewer.links import Views, server_from_env
 
 SNIPPET = 240
+NO_SERVER = Views()
+"""Pages linked by ``grk open``'s command line."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -65,8 +71,16 @@ def source_place(locator: Locator) -> str:
     return f"bytes {first.byte_start}-{first.byte_end}{part}"
 
 
+def views_of(args: argparse.Namespace) -> Views:
+    """How this command links its citations to their pages: to the server
+    ``GROUNDKIT_VIEW_SERVER`` names, else by ``grk open``'s command line (with the
+    command's ``--home``)."""
+    home = getattr(args, "home", None)
+    return Views(server=server_from_env(), home=os.path.abspath(home) if home else None)
+
+
 def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
-               explain: bool = False) -> None:
+               explain: bool = False, views: Views = NO_SERVER) -> None:
     tty = sys.stdout.isatty()
     if not hits:
         print("no hits: nothing in the collection matches this query")
@@ -104,7 +118,7 @@ def print_hits(hits: list[Hit], terms: Collection[str], analyzer: Analyzer, *,
                           f"= {t['score']:.4f}")
         if hit.file:
             print(terminal.line(f"     open: {open_link(hit.file, c.locator, c.start_line)}"))
-        print(f"     {c.chunk_id}")
+        print(terminal.line(f"     view: {views.line(c.chunk_id)}"))
 
 
 def abstention_line(decision: Decision) -> str:

@@ -12,7 +12,7 @@ guard reads the whole body first (at most ``max_body`` bytes, else 413), so a
 client that vanishes mid-request is dropped quietly before the SDK sees it.
 ``GET /view/ID`` is a citation's page (:mod:`groundkit.viewer`), never the SDK's:
 the same Host and Origin checks, and the token as a bearer header or as the page's
-``key`` (:func:`~groundkit.viewer.serve.view_key`, an HMAC of the token and the id:
+``key`` (:func:`~groundkit.viewer.links.view_key`, an HMAC of the token and the id:
 a browser following a link cannot send a header).
 :func:`http_options` validates the settings before anything binds; ``uvicorn``
 and the SDK are imported only by :func:`run_http`.
@@ -34,8 +34,9 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from ..errors import UsageError
+from ..viewer.links import ViewServer, view_key
 from ..viewer.serve import HEADERS as VIEW_HEADERS
-from ..viewer.serve import Answer, view_key
+from ..viewer.serve import Answer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -303,12 +304,14 @@ def run_http(server: Any, options: HttpOptions,
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     hosts = options.allowed_hosts(port)
+    own = f"[{options.host}]" if ":" in options.host else options.host
+    if views is not None:
+        server.serve_views(ViewServer(base=f"http://{own}:{port}", token=options.token))
     app = HttpGuard(http_app(server, hosts, list(options.allow_origins)), hosts=hosts,
                     origins=list(options.allow_origins), token=options.token,
                     max_body=MAX_REQUEST_BYTES, views=views)
     config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=2)
-    own = f"[{options.host}]" if ":" in options.host else options.host
     print(f"grk serve: MCP over streamable HTTP at http://{own}:{port}/mcp "
           f"(bearer token {'required' if options.token else 'not required'})",
           file=sys.stderr, flush=True)

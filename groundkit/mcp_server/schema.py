@@ -22,6 +22,7 @@ from ..model import Hit, Verdict
 from ..retrieval.modes import DEFAULT_MODE, MODES
 from ..sources import count_by_kind
 from ..text.analysis import MAX_QUERY_CHARS
+from ..viewer.links import ViewServer
 
 MAX_TOP_K = 50
 MAX_SEARCH_COLLECTIONS = 32
@@ -199,6 +200,10 @@ class SearchHit(_Out):
                                "from what was indexed, or it is gone: a cheap hint that the "
                                "span may have drifted (search with verify, or fetch_chunk, "
                                "to know).")
+    view_url: str | None = Field(default=None, description="The citation's page (the "
+                                 "verdict checked when it is opened, the cited words "
+                                 "highlighted in the file), served by this server: only "
+                                 "over HTTP, and only while it runs; null over stdio.")
 
 
 class GateDecision(_Out):
@@ -254,6 +259,10 @@ class FetchOutput(_Out):
                                      "ranges of an extracted format; null for plain text.")
     content_trust: Literal["untrusted-document-text"]
     text_truncated: bool
+    view_url: str | None = Field(default=None, description="The citation's page (the "
+                                 "verdict checked when it is opened, the cited words "
+                                 "highlighted in the file), served by this server: only "
+                                 "over HTTP, and only while it runs; null over stdio.")
 
 
 class CollectionInfo(_Out):
@@ -316,17 +325,22 @@ class StatusOutput(_Out):
 # ---- building outputs ----------------------------------------------------------------
 
 
-def hit_output(hit: Hit, collection: str, rank: int) -> SearchHit:
-    """The hit's one serialised form, re-ranked among the merged collections."""
+def hit_output(hit: Hit, collection: str, rank: int,
+               views: ViewServer | None = None) -> SearchHit:
+    """The hit's one serialised form, re-ranked among the merged collections, with its
+    page's URL where ``views`` serves pages."""
     data = hit.to_dict(collection)
     del data["file"], data["link"]  # a tool result never shows a host path (ADR-0008)
-    return SearchHit(**{**data, "rank": rank}, text_truncated=False)
+    return SearchHit(**{**data, "rank": rank}, text_truncated=False,
+                     view_url=views.url(hit.chunk.chunk_id) if views else None)
 
 
 def fetch_output(verdict: Verdict, stored: store.StoredChunk | None,
-                 collection: str | None = None) -> FetchOutput:
+                 collection: str | None = None,
+                 views: ViewServer | None = None) -> FetchOutput:
     c = stored.chunk if stored else None
     return FetchOutput(
+        view_url=views.url(c.chunk_id) if views and c else None,
         chunk_id=verdict.chunk_id, collection=collection, status=verdict.status.value,
         reason=verdict.reason, path=verdict.doc_id,
         start=verdict.start, end=verdict.end,

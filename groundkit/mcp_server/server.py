@@ -17,6 +17,11 @@
   An unknown tool name is a protocol error (JSON-RPC -32602), and only the
   ``tools`` capability is declared (no prompts, no resources: -32601).
 * Retrieved text is labelled ``content_trust: "untrusted-document-text"``.
+* Over HTTP, hits and fetched chunks carry ``view_url``, their citation page on this
+  server (:meth:`_Server.serve_views`), as a field of the structured result, not as a
+  ``resource_link`` content item: a resource link names "a resource that the server is
+  capable of reading" with ``resources/read``, and this server declares no resources
+  (ADR-0023).
 * Nothing here writes: collections are opened read-only, cached per server
   (:mod:`.pool`), and re-opened when a new generation is published.
 """
@@ -39,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .. import __version__
 from ..collection import Collection
 from ..collection.home import Home
+from ..viewer.links import ViewServer
 from .arguments import argument_error, shown, unstringify
 from .pool import CollectionPool
 from .schema import MAX_REQUEST_BYTES, UNTRUSTED_NOTE
@@ -141,11 +147,17 @@ class _Server(MCPServer):
     result: the spec's tools page lists it under protocol errors.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, groundkit_tools: Tools, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.groundkit_tools = groundkit_tools
         handlers = self._lowlevel_server._request_handlers  # no public removal in mcp 2.3
         for method in UNSERVED:
             handlers.pop(method, None)
+
+    def serve_views(self, views: ViewServer) -> None:
+        """Link every hit and fetched chunk to its page on ``views`` (this server over
+        HTTP, once it listens: the port may be picked only then)."""
+        self.groundkit_tools.views = views
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
@@ -182,7 +194,7 @@ def build_server(home: Home = None,
     return _Server(
         "groundkit", title="groundkit", version=__version__, instructions=INSTRUCTIONS,
         tools=[_strict_tool(tools, name) for name in DESCRIPTIONS], log_level="WARNING",
-        subscriptions=False)
+        subscriptions=False, groundkit_tools=tools)
 
 
 def security_settings(hosts: list[str], origins: list[str]) -> TransportSecuritySettings:

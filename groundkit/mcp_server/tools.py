@@ -21,6 +21,7 @@ from ..errors import CollectionNotFoundError, GroundkitError, IndexMismatchError
 from ..model import Hit, split_chunk_id
 from ..retrieval.modes import DEFAULT_MODE
 from ..verify import unresolvable
+from ..viewer.links import ViewServer
 from .pool import CollectionPool
 from .schema import (
     CONTENT_TRUST,
@@ -65,6 +66,8 @@ class Tools:
 
     def __init__(self, pool: CollectionPool) -> None:
         self.pool = pool
+        self.views: ViewServer | None = None
+        """Where this server serves citation pages (HTTP only): hits then link to them."""
         home = str(resolve_home(pool.home))
         self._hide = sorted({home, os.path.realpath(home)}, key=len, reverse=True)
 
@@ -102,7 +105,8 @@ class Tools:
             query=query, mode=mode, collections=names, content_trust=CONTENT_TRUST,
             truncated=False, abstained=all(d.abstained for d in decisions) if abstain else None,
             decisions=decisions if abstain else None,
-            hits=[hit_output(hit, name, rank) for rank, (hit, name) in enumerate(found[:top_k], 1)])
+            hits=[hit_output(hit, name, rank, self.views)
+                  for rank, (hit, name) in enumerate(found[:top_k], 1)])
         return fit_search(out)
 
     def fetch_chunk(self, chunk_id: ChunkId) -> FetchOutput:
@@ -114,7 +118,7 @@ class Tools:
             with self.pool.lease(name) as coll:
                 verdict = coll.fetch(chunk_id)
                 stored = coll.snapshot.lookup(chunk_id)
-        return fit_fetch(fetch_output(verdict, stored, name))
+        return fit_fetch(fetch_output(verdict, stored, name, self.views))
 
     def list_collections(self) -> ListCollectionsOutput:
         infos, names = [], self.pool.served()

@@ -10,8 +10,10 @@ link, so the key travels in the URL:
   that path with that key, a ``Host`` of its own address and no ``Origin`` header (a
   page elsewhere cannot fetch it), serves it once and ends, or ends at its timeout;
 * ``grk serve`` with a token accepts, for ``/view/ID`` only, the bearer token or the key
-  :func:`view_key` derives from the token and the id (an HMAC: a link grants that one
+  :func:`~.links.view_key` derives from the token and the id (an HMAC: a link grants that one
   page and never reveals the token); without a token, no key, as for MCP.
+
+The links the faces give to these pages are made by :mod:`.links`.
 
 The page is made when it is requested, so its verdict is as of the moment it is opened.
 """
@@ -23,10 +25,11 @@ import http.server
 import secrets
 import time
 from collections.abc import Callable
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from ..errors import InvalidSpanError
 from .citation import resolve
+from .links import view_path
 from .page import HEADER_POLICY, render_html
 
 KEY_BYTES = 24
@@ -35,21 +38,6 @@ Answer = tuple[int, str]
 HEADERS = (("Content-Security-Policy", HEADER_POLICY), ("X-Content-Type-Options", "nosniff"),
            ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"))
 """Sent with every page."""
-
-
-def view_key(token: str, chunk_id: str) -> str:
-    """The key of ``chunk_id``'s page on a server whose bearer token is ``token``."""
-    return hmac.new(token.encode(), f"groundkit view {chunk_id}".encode(),
-                    "sha256").hexdigest()[:32]
-
-
-def view_path(chunk_id: str, key: str | None, start: int | None = None,
-              end: int | None = None) -> str:
-    """The path and query of a page (add ``#quote`` to scroll to the highlight)."""
-    query = [f"key={quote(key, safe='')}"] if key else []
-    if start is not None and end is not None:
-        query += [f"start={start}", f"end={end}"]
-    return f"/view/{quote(chunk_id, safe=':')}" + ("?" + "&".join(query) if query else "")
 
 
 def answer(chunk_id: str, query: str, *, home: str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,10 @@ def test_a_checked_reply_prints_each_quote_at_its_file_offsets(
                          f"  [1] notes:logging.md line 3, chars {start}-{start + 16} "
                          "(verified)", "      Logging"]
     assert lines[3].startswith("      open: /") and lines[3].endswith("/logging.md:3")
-    assert len(lines) == 4
+    assert re.fullmatch(rf"      view: grk open notes:[0-9a-f]{{20}} --start {start} "
+                        rf"--end {start + 16} --home {re.escape(str(home_with_notes))}",
+                        lines[4])
+    assert len(lines) == 5
     assert "Deployment logs are kept" in chats[0]["messages"][1]["content"]
 
 

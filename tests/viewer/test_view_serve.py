@@ -4,8 +4,10 @@ each a real process, asked over real loopback HTTP."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,7 +23,7 @@ import pytest
 from conftest import REPO
 
 from groundkit.collection import Collection, IndexConfig, index
-from groundkit.viewer.serve import view_key, view_path
+from groundkit.viewer.links import view_key, view_path
 
 TEXT = "# Retention\n\nDeployment logs are kept for 30 days.\n"
 TOKEN = "t" * 32
@@ -192,3 +194,114 @@ def test_grk_open_hands_the_url_to_the_default_browser(home, monkeypatch, capsys
     monkeypatch.setattr(webbrowser, "open", lambda url: False)  # no browser here
     assert main(["open", "--home", str(home), chunk_id(home), "--timeout", "0.5"]) == 1
     assert capsys.readouterr().out.startswith("http://127.0.0.1:")
+
+
+def _mcp(served: str, method: str, params: dict[str, object]) -> dict[str, object]:
+    """One MCP request to ``grk serve`` over streamable HTTP (a 2025-11-25 session)."""
+    import httpx
+
+    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json",
+               "accept": "application/json, text/event-stream"}
+    init = httpx.post(served + "/mcp", timeout=30, headers=headers, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "viewer-test", "version": "0"}}})
+    assert init.status_code == 200, init.text
+    headers |= {"mcp-session-id": init.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25"}
+    httpx.post(served + "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+               headers=headers, timeout=30)
+    reply = httpx.post(served + "/mcp", headers=headers, timeout=60, json={
+        "jsonrpc": "2.0", "id": 2, "method": method, "params": params})
+    assert reply.status_code == 200, reply.text
+    result: dict[str, object] = reply.json()["result"]
+    return result
+
+
+def test_mcp_hits_and_fetched_chunks_over_http_link_to_their_page_on_this_server(
+        served, home):
+    found = _mcp(served, "tools/call", {"name": "search", "arguments": {"query": "logs"}})
+    hit = found["structuredContent"]["hits"][0]  # type: ignore[index]
+    fetched = _mcp(served, "tools/call", {"name": "fetch_chunk",
+                                          "arguments": {"chunk_id": hit["chunk_id"]}})
+    links = [hit["view_url"], fetched["structuredContent"]["view_url"]]  # type: ignore[index]
+
+    assert links[0] == links[1] == served + view_path(
+        hit["chunk_id"], view_key(TOKEN, hit["chunk_id"])) + "#quote"
+    assert [c["type"] for c in found["content"]] == ["text"]  # type: ignore[attr-defined]
+    status, _, page = get(links[0].split("#")[0])
+    assert status == 200 and '<mark class="hl" id="quote">' in page and "verified" in page
+    assert str(home) not in json.dumps(found) + json.dumps(fetched)
+
+
+def test_mcp_results_over_stdio_have_no_view_url(home):
+    import anyio
+    from mcp import Client
+
+    from groundkit.mcp_server.server import build_server
+
+    async def search() -> dict[str, object]:
+        async with Client(build_server(home=home)) as client:
+            result = await client.call_tool("search", {"query": "logs"})
+            return result.structured_content or {}
+
+    hits = anyio.run(search)["hits"]
+    assert hits and all(h["view_url"] is None for h in hits)  # type: ignore[union-attr]
+
+
+def _grk(home: Path, *args: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "groundkit", *args, "--home", str(home)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def test_search_and_ask_give_a_view_command_that_opens_the_cited_page(home):
+    found = json.loads(_grk(home, "search", "logs kept", "-c", "docs", "--json").stdout)
+    asked = json.loads(_grk(home, "ask", "how long are deployment logs kept", "-c", "docs",
+                            "--json").stdout)
+    hit, cited = found["hits"][0], asked["sentences"][0]["citations"][0]
+
+    assert hit["view_url"] is None and cited["view_url"] is None  # no server named
+    assert hit["view_command"] == f"grk open {hit['chunk_id']} --home {home}"
+    assert cited["view_command"] == (f"grk open {cited['chunk_id']} --start {cited['start']} "
+                                     f"--end {cited['end']} --home {home}")
+    argv = shlex.split(cited["view_command"])
+    assert argv[:2] == ["grk", "open"]
+    proc = subprocess.Popen([sys.executable, "-m", "groundkit", *argv[1:], "--print",
+                             "--timeout", "60"], cwd=REPO, stdout=subprocess.PIPE)
+    assert proc.stdout
+    try:
+        url = readline(proc.stdout, time.monotonic() + 60).strip()
+        status, _, page = get(url.split("#")[0])
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    assert status == 200 and '<mark class="hl" id="quote">' in page
+    assert f'<mark class="hl" id="quote">{cited["text"]}</mark>' in page
+
+    human = _grk(home, "search", "logs kept", "-c", "docs").stdout.splitlines()
+    assert human[-1] == f"     view: {hit['view_command']}"
+
+
+def test_search_and_ask_link_to_the_server_their_environment_names(served, home):
+    env = {"GROUNDKIT_VIEW_SERVER": served, "GROUNDKIT_VIEW_TOKEN": TOKEN}
+    found = json.loads(_grk(home, "search", "logs kept", "-c", "docs", "--json",
+                            env=env).stdout)
+    asked = _grk(home, "ask", "how long are deployment logs kept", "-c", "docs", env=env)
+    ident = found["hits"][0]["chunk_id"]
+
+    assert found["hits"][0]["view_url"] == served + view_path(
+        ident, view_key(TOKEN, ident)) + "#quote"
+    url = asked.stdout.splitlines()[-1].removeprefix("      view: ")
+    assert url.startswith(served + "/view/") and "&start=" in url
+    status, _, page = get(url.split("#")[0])
+    assert status == 200 and '<mark class="hl" id="quote">' in page
+
+    for bad in ("http://192.0.2.1:8765", "https://127.0.0.1:8765", "http://127.0.0.1",
+                "http://127.0.0.1:8765/mcp", "file:///tmp"):
+        refused = _grk(home, "search", "logs", "-c", "docs",
+                       env={"GROUNDKIT_VIEW_SERVER": bad})
+        assert refused.returncode == 2 and "GROUNDKIT_VIEW_SERVER" in refused.stderr, bad
+    short = _grk(home, "search", "logs", "-c", "docs", env={**env, "GROUNDKIT_VIEW_TOKEN": "x"})
+    assert short.returncode == 2 and "GROUNDKIT_VIEW_TOKEN" in short.stderr
