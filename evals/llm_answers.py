@@ -8,7 +8,8 @@ rewrites, measured on small fixed samples of a golden version's test part.
   citation is *correct* when it overlaps a gold quote (the answer harness's rule):
   answer success, citation precision, the share of shown sentences with no verified
   quote (*unsupported*), withheld replies, and how often a no-answer question got an
-  answer.
+  answer; and ALCE's citation recall and precision of the shown sentences, the reader
+  judging entailment (:mod:`evals.llm_citations`).
 * **rewrite** — :data:`REWRITES` paraphrase questions of the test part (seeded order,
   by domain): BM25's nDCG@10 for the model's rewritten query against the question's
   own, paired bootstrap interval (:mod:`evals.score.stats`).
@@ -24,11 +25,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from evals import llm_stage as st
+from evals.llm_citations import alce
 from evals.report import model as rpt
 from evals.score import metrics, stats
 from groundkit.answer.llm import rewrite, synthesize
 from groundkit.answer.model import Passage
 from groundkit.errors import GroundkitError
+from groundkit.retrieval.relevance import probability, supports
 
 ANSWERS = 12
 NO_ANSWERS = 6
@@ -68,11 +71,27 @@ def _correct(doc_id: str, start: int, end: int, question: rpt.Question) -> bool:
     return any(g.doc_id == doc_id and start < g.end and g.start < end for g in question.gold)
 
 
+class Entailment:
+    """The reader as ALCE's entailment judge, each call's CPU seconds recorded."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.cpu: list[float] = []
+
+    def __call__(self, claim: str, passages: Sequence[str]) -> bool:
+        cpu = time.process_time()
+        try:
+            return probability(supports(claim, passages, self.reader)) >= st.THRESHOLD
+        finally:
+            self.cpu.append(time.process_time() - cpu)
+
+
 def answers_block(coll: Any, chosen: st.Sample, chat: Any) -> dict[str, Any]:
-    """Checked answers on the sample's first questions (see the module docstring)."""
+    """Checked answers on the sample's first questions (see the module docstring); ``chat``
+    is the reader, which also judges the citations' entailment."""
     timed = Timed(chat)
     questions = [*chosen.answerable[:ANSWERS], *chosen.no_answer[:NO_ANSWERS]]
-    rows = []
+    rows, cited_sentences = [], []
     for q in questions:
         hits = coll.search(q.text, top_k=TOP_K, verify=True)
         passages = [Passage(number=i, collection=coll.name, hit=h, verdict=h.verdict.status)
@@ -86,6 +105,9 @@ def answers_block(coll: Any, chosen: st.Sample, chat: Any) -> dict[str, Any]:
             continue
         shown = result.sentences if result.kind == "llm" else ()
         cited = [c for s in shown for c in s.citations]
+        texts = {p.chunk.chunk_id: p.text for p in passages}
+        cited_sentences += [(s.text, [texts[c] for c in dict.fromkeys(
+            c.chunk_id for c in s.citations)]) for s in shown]
         rows.append({"query_id": q.query_id, "answerable": bool(q.gold), "kind": result.kind,
                      "sentences": len(shown), "unsupported": sum(not s.supported for s in shown),
                      "citations": len(cited),
@@ -93,8 +115,12 @@ def answers_block(coll: Any, chosen: st.Sample, chat: Any) -> dict[str, Any]:
                      "gold_in_passages": any(_correct(p.chunk.doc_id, p.chunk.start,
                                                       p.chunk.end, q) for p in passages),
                      "reply": result.reply})
+    entailment = Entailment(chat)
     return {"questions": len(questions), "top_k": TOP_K, "mode": "bm25",
-            **answer_scores(rows), "cost": timed.cost(), "rows": rows}
+            **answer_scores(rows), "alce": {**alce(cited_sentences, entailment),
+                                            "judge_calls": len(entailment.cpu),
+                                            "judge_cpu_s": sum(entailment.cpu)},
+            "cost": timed.cost(), "rows": rows}
 
 
 def answer_scores(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import importlib.util
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -49,14 +50,18 @@ def unavailable(model: str) -> str | None:
 ROLES = ("judge", "answers", "rewrite")
 """What a run measures: the judge (with the rerank and gate stages it feeds), checked
 answers, query rewrites (:mod:`.llm_answers`)."""
+MODES = ("bm25", "hybrid")
+"""The modes whose gate the judge's signal is measured with (BM25 is always measured)."""
+HYBRID_STAGE = "hybrid-rrf60"
 
 
 def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: Log, *,
             roles: Sequence[str] = ROLES, sizes: Mapping[str, int] | None = None,
-            store: Path | None = None) -> dict[str, Any]:
+            store: Path | None = None, modes: Sequence[str] = MODES) -> dict[str, Any]:
     """The stages' block for ``golden`` with the reader ``model`` (see :mod:`.llm_stage`;
     ``sizes``: :func:`~evals.llm_stage.sample`'s, for a smaller sample than the default;
-    ``store``: the judgements' JSON Lines store, reused and appended to)."""
+    ``store``: the judgements' JSON Lines store, reused and appended to; ``modes``: the
+    gates measured with the judge's signal)."""
     from evals.golden.suite import golden_suite
     from evals.llm_answers import answers_block, rewrite_block
     from evals.stages import BASELINE, STAGES
@@ -67,7 +72,7 @@ def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: 
     reader = LlamaCppModel(model)
     hashing = time.process_time() - started
     reader.load()
-    suite = golden_suite(golden, cache / "golden")
+    suite = golden_suite(golden, cache / "golden", embedding_cache=cache / "embeddings")
     try:
         run: Any = suite.open(STAGES[BASELINE], log)  # the baseline's _CollectionRun
         chosen = st.sample(suite.questions, **(sizes or {}))
@@ -77,7 +82,8 @@ def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: 
             "load": {"model_sha256_cpu_s": hashing,
                      "model_load_cpu_s": time.process_time() - started - hashing}}
         if "judge" in roles:
-            block.update(_judge_stages(suite, run, chosen, reader, settings, log, store))
+            block.update(_judge_stages(suite, run, chosen, reader, settings, log, store,
+                                       modes))
         if "answers" in roles:
             with Collection.open(run.snapshot.name, cache / "golden") as coll:
                 block["answers"] = answers_block(coll, chosen, reader)
@@ -93,12 +99,13 @@ def measure(golden: Path, cache: Path, model: str, settings: rpt.Settings, log: 
 
 
 def _judge_stages(suite: Any, run: Any, chosen: st.Sample, reader: Any,
-                  settings: rpt.Settings, log: Log, store: Path | None) -> dict[str, Any]:
-    """The judge against the labels, the rerank and the gate, from one set of judgements."""
+                  settings: rpt.Settings, log: Log, store: Path | None,
+                  modes: Sequence[str]) -> dict[str, Any]:
+    """The judge against the labels, the rerank and the gates, from one set of judgements."""
     from groundkit.retrieval.relevance import ReaderReranker
 
     qrels = run.qrels or {}
-    questions = [*chosen.answerable, *chosen.no_answer, *chosen.calibration]
+    questions = chosen.questions()
     log(f"llm: {len(questions)} sampled questions ({chosen.sizes()})")
     ranked = [_ranked(run, q) for q in questions]
     extra, near = _extra_passages(suite, chosen, ranked, run.snapshot.chunks(), qrels)
@@ -110,6 +117,10 @@ def _judge_stages(suite: Any, run: Any, chosen: st.Sample, reader: Any,
     judging = time.process_time()
     rows = st.judged_rows(ranked, extra, judgements, qrels, part, near)
     log(f"llm: {len(judgements.cpu)} judgements, {sum(judgements.cpu):.0f} CPU-s")
+    gates = {"bm25": st.gate_block(st.gate_items(ranked, judgements, qrels, part), "bm25")}
+    if "hybrid" in modes:
+        gates["hybrid"] = _hybrid_gate(suite, questions, judgements, part, log)
+        log(f"llm: {len(judgements.cpu)} judgements with hybrid's passages")
     identity = ReaderReranker(reader).identity
     answerable = [r for r in ranked if r.question.gold and r.question.split == "test"]
     return {
@@ -118,9 +129,26 @@ def _judge_stages(suite: Any, run: Any, chosen: st.Sample, reader: Any,
         "cost": {**judgements.cost(), "cpu_s_all": time.process_time() - judging},
         "judge": st.judge_block(rows),
         "rerank": st.rerank_block(answerable, judgements, identity, qrels, settings),
-        "gate": st.gate_block(st.gate_items(ranked, judgements, qrels, part)),
+        "gate": gates,
         "pairs": rows,
     }
+
+
+def _hybrid_gate(suite: Any, questions: Sequence[rpt.Question], judgements: st.Judgements,
+                 part: Any, log: Log) -> dict[str, Any]:
+    """The hybrid gate with the judge's signal over hybrid's own top passages."""
+    from evals.stages import STAGES
+
+    stage = STAGES[HYBRID_STAGE]
+    missing = [m for m in stage.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        return {"measured": False, "reason": f"not measured: {HYBRID_STAGE} needs "
+                f"{', '.join(missing)} (pip install -e '.[dense]')"}
+    hybrid: Any = suite.open(stage, log)
+    ranked = [_ranked(hybrid, q) for q in questions]
+    return {"measured": True, "stage": HYBRID_STAGE,
+            **st.gate_block(st.gate_items(ranked, judgements, hybrid.qrels or {}, part),
+                            "hybrid")}
 
 
 def _ranked(run: Any, q: rpt.Question) -> st.Ranked:
@@ -177,7 +205,8 @@ def cmd_llm(args: argparse.Namespace) -> int:
     reason = unavailable(args.model)
     block = not_measured(reason, args.model) if reason else measure(
         Path(args.golden), Path(args.cache), args.model, settings, log, roles=args.roles,
-        store=Path(args.judgements) if args.judgements else out.with_suffix(".judgements.jsonl"))
+        store=Path(args.judgements) if args.judgements else out.with_suffix(".judgements.jsonl"),
+        modes=args.modes)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(canonical(block), indent=1, sort_keys=True, ensure_ascii=False)
                    + "\n", encoding="utf-8")
@@ -204,6 +233,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--roles", nargs="+", choices=ROLES, default=list(ROLES),
                    help="what to measure (default all): judge (with the rerank and gate "
                    "stages it feeds), answers, rewrite")
+    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
+                   help="the gates the judge's signal is measured with (default both; bm25 "
+                   "is always measured, hybrid needs the dense extra)")
     p.add_argument("--judgements", metavar="FILE", help="the judgements' store (JSON Lines; "
                    "default beside --out): reused for the same model file and prompt, appended "
                    "to as the run goes, so an interrupted run resumes")
@@ -239,10 +271,12 @@ def render(block: Mapping[str, Any]) -> str:
                             f"no-answer questions; {_num(a['cost']['cpu_s_per_call'])} CPU-s "
                             "per answer)", ["answer success", "citation precision",
                                             "unsupported sentences", "withheld",
-                                            "no-answer answered"],
+                                            "no-answer answered", "ALCE citation recall",
+                                            "ALCE citation precision"],
                             [[a["answer_success"], a["citation_precision"],
                               a["unsupported_sentence_rate"], a["withheld"],
-                              a["no_answer_answered"]]]))
+                              a["no_answer_answered"], a["alce"]["citation_recall"],
+                              a["alce"]["citation_precision"]]]))
     if "rewrite" in block:
         r, m = block["rewrite"], block["rewrite"]["nDCG@10"]
         parts.append(_table(f"Query rewrite on {r['questions']} paraphrase questions (BM25 "
@@ -257,9 +291,13 @@ def _judge_tables(block: Mapping[str, Any]) -> list[str]:
     rows = [("all pairs", judge["all"]), ("test part", judge["test"]),
             *((f"trait: {t}", v) for t, v in judge["by_trait"].items()),
             ("no-answer questions", judge["no_answer_questions"])]
+    chosen = judge["train_threshold"]
+    if judge["test_at_train_threshold"] is not None:
+        rows.append((f"test part, P(yes) ≥ {chosen:.3f} (chosen on train)",
+                     judge["test_at_train_threshold"]))
     out = [f"<p>{cost['calls']} judgements, {_num(cost['cpu_s_per_call'])} CPU-s per call "
            f"({_num(cost['wall_s_per_call'])} s wall).</p>",
-           _table("Judge against the quote-anchored labels (P(yes) ≥ 0.5)",
+           _table("Judge against the quote-anchored labels (P(yes) ≥ 0.5 unless said)",
                   ["", "pairs", "relevant", "agreement", "κ", "AUROC"],
                   [[name, v["n"], v["relevant"], v["agreement"], v["kappa"], v["auroc"]]
                    for name, v in rows])]
@@ -270,15 +308,21 @@ def _judge_tables(block: Mapping[str, Any]) -> list[str]:
                       [[m, v["bm25"], v["reranked"], v["delta"],
                         f"[{_num(v['ci'][0])}, {_num(v['ci'][1])}]", v["p_value"]]
                        for m, v in rr["measures"].items()]))
-    gate_rows = []
-    for name, s in block["gate"]["scorers"].items():
-        at = next(a for a in s["at_alpha"] if a["alpha"] == 0.1)
-        gate_rows.append([name, s["auroc"], s["auroc_near_miss"], at["coverage_answerable"],
-                          at["false_answer_rate"], at["crag_score"], s["aurc"]])
-    out.append(_table("Gate (conformal, α = 0.1, calibrated on the sample's calibration "
-                      "no-answer questions)", ["signal", "AUROC", "AUROC near miss",
-                                               "coverage (answerable)", "false answers",
-                                               "CRAG score", "AURC"], gate_rows))
+    for mode, g in block["gate"].items():
+        if not g.get("measured", True):
+            out.append(f"<p>{html.escape(mode)} gate: {html.escape(str(g['reason']))}</p>")
+            continue
+        gate_rows = []
+        for name, s in g["scorers"].items():
+            at = next(a for a in s["at_alpha"] if a["alpha"] == 0.1)
+            gate_rows.append([name, s["auroc"], s["auroc_near_miss"],
+                              at["coverage_answerable"], at["false_answer_rate"],
+                              at["crag_score"], s["aurc"]])
+        out.append(_table(f"{mode} gate (conformal, α = 0.1, calibrated on the sample's "
+                          "calibration no-answer questions; logistic weights fitted on the "
+                          "train sample)", ["signal", "AUROC", "AUROC near miss",
+                                            "coverage (answerable)", "false answers",
+                                            "CRAG score", "AURC"], gate_rows))
     return out
 
 

@@ -12,21 +12,28 @@ are in the report), the same for every run:
   :data:`GATE_DEPTH` passages and the near-miss passage (on the topic, lacking the fact).
 * **calibration part, no answer** — :data:`CALIBRATION` questions, their top
   :data:`GATE_DEPTH` passages: what the conformal gate calibrates on.
+* **train part** — :data:`TRAIN_ANSWERABLE` answerable questions (by first trait) and
+  :data:`TRAIN_NO_ANSWER` no-answer ones (by domain), their top :data:`GATE_DEPTH`
+  passages: where the judge's threshold and the gate's combination of signals are
+  chosen, so nothing is chosen on the questions it is measured on.
 
 The stages, all from the same judgements (one model call per distinct passage and
 question, :class:`Judgements`):
 
 1. *judge* — P(yes) >= 0.5 against the quote-anchored labels (a passage is relevant
    when it overlaps a gold quote: evals/golden/judgments.py): agreement, Cohen's kappa,
-   per trait, on the near-miss passages alone, and the score's AUROC.
+   per trait, on the near-miss passages alone, and the score's AUROC; and the test part
+   at the threshold that maximises kappa on the train part's pairs.
 2. *rerank* — the test answerable questions' BM25 top :data:`DEPTH` reordered by the
    judge's log-odds through the :class:`~groundkit.retrieval.rerank.Reranker` seam
    (``rerank(..., method="replace")``); nDCG@10 against BM25's, paired bootstrap interval
    and randomisation test (:mod:`evals.score.stats`).
-3. *gate* — the judge's best log-odds over the top :data:`GATE_DEPTH` as the conformal
-   gate's signal (calibrated on the calibration sample), beside BM25's own signal on the
-   same questions and the two together (rule ``both``: fixed beforehand, not chosen on
-   the test part): AUROC, coverage at each alpha, risk–coverage, CRAG-style score.
+3. *gate*, per mode (BM25, and hybrid when its collection can be had) — the judge's best
+   log-odds over the mode's top :data:`GATE_DEPTH` as the conformal gate's signal
+   (calibrated on the calibration sample), beside the mode's own gate on the same
+   questions, the two under rule ``both`` (fixed beforehand), and their logistic
+   combination fitted on the train sample (:mod:`evals.llm_combine`): AUROC, coverage at
+   each alpha, risk–coverage, CRAG-style score.
 
 Without the runtime or the model the report says *not measured* and why, never a number.
 """
@@ -42,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals import llm_combine
 from evals.report import model as rpt
 from evals.score import abstention, metrics, stats
 from groundkit.retrieval import gate
@@ -53,6 +61,8 @@ ANSWERABLE = 34
 NO_ANSWER = 10
 CALIBRATION = 20
 """The sample: what two shared cores judged in an afternoon (about 10 CPU-s a passage)."""
+TRAIN_ANSWERABLE = 20
+TRAIN_NO_ANSWER = 16
 DEPTH = 5
 """Passages judged (and reranked) per answerable test question."""
 GATE_DEPTH = 2
@@ -91,23 +101,39 @@ class Sample:
     answerable: tuple[rpt.Question, ...]
     no_answer: tuple[rpt.Question, ...]
     calibration: tuple[rpt.Question, ...]
+    train: tuple[rpt.Question, ...] = ()
 
     def sizes(self) -> dict[str, int]:
         return {"test_answerable": len(self.answerable), "test_no_answer": len(self.no_answer),
-                "calibration_no_answer": len(self.calibration)}
+                "calibration_no_answer": len(self.calibration),
+                "train_answerable": sum(bool(q.gold) for q in self.train),
+                "train_no_answer": sum(not q.gold for q in self.train)}
+
+    def questions(self) -> list[rpt.Question]:
+        """Every sampled question: the test part's, the calibration part's, the train part's."""
+        return [*self.answerable, *self.no_answer, *self.calibration, *self.train]
+
+
+def _first_trait(q: rpt.Question) -> str:
+    return q.traits[0] if q.traits else "none"
 
 
 def sample(questions: Sequence[rpt.Question], *, answerable: int = ANSWERABLE,
-           no_answer: int = NO_ANSWER, calibration: int = CALIBRATION) -> Sample:
+           no_answer: int = NO_ANSWER, calibration: int = CALIBRATION,
+           train_answerable: int = TRAIN_ANSWERABLE,
+           train_no_answer: int = TRAIN_NO_ANSWER) -> Sample:
     """The fixed sample (see the module docstring)."""
     test = [q for q in questions if q.split == "test"]
+    train = [q for q in questions if q.split == "train"]
     return Sample(
-        answerable=tuple(stratified([q for q in test if q.gold], answerable,
-                                    lambda q: q.traits[0] if q.traits else "none")),
+        answerable=tuple(stratified([q for q in test if q.gold], answerable, _first_trait)),
         no_answer=tuple(stratified([q for q in test if not q.gold and q.near_miss], no_answer,
                                    lambda q: q.domain)),
         calibration=tuple(stratified([q for q in questions if q.split == "calibration"
-                                      and not q.gold], calibration, lambda q: q.domain)))
+                                      and not q.gold], calibration, lambda q: q.domain)),
+        train=(*stratified([q for q in train if q.gold], train_answerable, _first_trait),
+               *stratified([q for q in train if not q.gold], train_no_answer,
+                           lambda q: q.domain)))
 
 
 class Judgements:
@@ -207,9 +233,11 @@ def kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
     return None if expected == 1 else (observed - expected) / (1 - expected)
 
 
-def agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Agreement, kappa, confusion counts and AUROC of judged rows (``label``, ``p_yes``)."""
-    pairs = [(r["p_yes"] >= THRESHOLD, bool(r["label"])) for r in rows]
+def agreement(rows: Sequence[Mapping[str, Any]],
+              threshold: float = THRESHOLD) -> dict[str, Any]:
+    """Agreement, kappa, confusion counts and AUROC of judged rows (``label``, ``p_yes``),
+    the judge saying yes at P(yes) >= ``threshold``."""
+    pairs = [(r["p_yes"] >= threshold, bool(r["label"])) for r in rows]
     count = Counter(pairs)
     return {
         "n": len(rows), "relevant": sum(b for _, b in pairs),
@@ -222,20 +250,38 @@ def agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def train_threshold(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The P(yes) threshold with the highest kappa on ``rows`` (the lowest of tied ones);
+    ``None`` when no threshold gives a kappa."""
+    best: tuple[float, float] | None = None
+    for t in sorted({float(r["p_yes"]) for r in rows}):
+        k = kappa([(r["p_yes"] >= t, bool(r["label"])) for r in rows])
+        if k is not None and (best is None or k > best[0]):
+            best = (k, t)
+    return None if best is None else best[1]
+
+
 def judge_block(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The judge against the labels: overall, test part, per trait, near-miss passages."""
-    test = [r for r in rows if r["part"] == "test"]
+    """The judge against the labels: the held-out pairs (test and calibration parts), the
+    test part, per trait, near-miss passages; and the test part at the threshold chosen on
+    the train part's pairs."""
+    train = [r for r in rows if r["part"] == "train"]
+    held = [r for r in rows if r["part"] != "train"]
+    test = [r for r in held if r["part"] == "test"]
     answerable = [r for r in test if r["kind"] == "answerable"]
     traits = sorted({t for r in answerable for t in r["traits"]})
+    chosen = train_threshold(train)
     return {
-        "threshold": THRESHOLD, "all": agreement(rows), "test": agreement(test),
+        "threshold": THRESHOLD, "all": agreement(held), "test": agreement(test),
+        "train": agreement(train), "train_threshold": chosen,
+        "test_at_train_threshold": None if chosen is None else agreement(test, chosen),
         "by_trait": {t: agreement([r for r in answerable if t in r["traits"]])
                      for t in traits},
         "answerable_questions": agreement(answerable),
-        "no_answer_questions": agreement([r for r in rows if r["kind"] == "no_answer"]),
+        "no_answer_questions": agreement([r for r in held if r["kind"] == "no_answer"]),
         "near_miss_passages": {
-            "n": sum(r["near_miss_passage"] for r in rows),
-            "said_yes": sum(r["near_miss_passage"] and r["p_yes"] >= THRESHOLD for r in rows)},
+            "n": sum(r["near_miss_passage"] for r in held),
+            "said_yes": sum(r["near_miss_passage"] and r["p_yes"] >= THRESHOLD for r in held)},
     }
 
 
@@ -283,7 +329,8 @@ def rerank_block(ranked: Sequence[Ranked], judgements: Judgements, identity: Any
 
 def gate_items(ranked: Sequence[Ranked], judgements: Judgements, qrels: metrics.Qrels,
                part: Callable[[rpt.Question], str]) -> list[abstention.Item]:
-    """Each sampled question as the gate analysis sees it, with both signals."""
+    """Each sampled question as the gate analysis sees it: the mode's own signals and the
+    judge's best log-odds over the mode's top :data:`GATE_DEPTH` (:data:`JUDGE_SIGNAL`)."""
     items = []
     for r in ranked:
         q = r.question
@@ -292,25 +339,54 @@ def gate_items(ranked: Sequence[Ranked], judgements: Judgements, qrels: metrics.
         items.append(abstention.Item(
             query_id=q.query_id, answerable=bool(q.gold), near_miss=q.near_miss,
             retrieved=any(relevant.get(c, 0) > 0 for c in r.ids[:10]), split=part(q),
-            signals={JUDGE_SIGNAL: best, BM25_SIGNAL: r.signals[BM25_SIGNAL]}))
+            signals={**r.signals, JUDGE_SIGNAL: best}))
     return items
 
 
-def gate_block(items: Sequence[abstention.Item]) -> dict[str, Any]:
-    """The conformal gate on the sample with the judge's signal, BM25's, and both."""
+COMBINED_SIGNAL = "judge.logistic"
+
+
+def gate_block(items: Sequence[abstention.Item], mode: str = "bm25") -> dict[str, Any]:
+    """The conformal gate of ``mode`` on the sample: its own scorer, the judge's signal
+    alone, both under rule ``both``, and their logistic combination fitted on the train
+    items (:mod:`evals.llm_combine`); calibrated on the calibration items, decided on the
+    test items."""
+    own = gate.SCORERS[mode]
+    signals = {"judge": JUDGE_SIGNAL, **own.signals}
+    scorers = {
+        mode: own,
+        "judge": gate.Scorer(signals={"judge": JUDGE_SIGNAL}),
+        f"judge+{mode} (both)": gate.Scorer(signals=signals, rule="both"),
+    }
+    train = [i for i in items if i.split == "train"]
+    fitted: dict[str, Any]
+    try:
+        combination = llm_combine.fitted(train, sorted(signals.values()))
+    except ValueError as exc:  # too few train questions of one kind: nothing to fit
+        fitted = {"measured": False, "reason": f"not measured: {exc}"}
+    else:
+        fitted = combination.to_dict()
+        items = llm_combine.with_signal(items, COMBINED_SIGNAL, combination)
+        scorers[f"judge+{mode} (logistic)"] = gate.Scorer(signals={"combined": COMBINED_SIGNAL})
     calibration = [i for i in items if i.split == "calibration"]
     test = [i for i in items if i.split == "test"]
-    scorers = {
-        "judge": gate.Scorer(signals={"judge": JUDGE_SIGNAL}),
-        "bm25": gate.Scorer(signals={"bm25": BM25_SIGNAL}),
-        "judge+bm25 (both)": gate.Scorer(signals={"judge": JUDGE_SIGNAL, "bm25": BM25_SIGNAL},
-                                         rule="both"),
-    }
-    return {"alphas": list(abstention.ALPHAS), "n_calibration": len(calibration),
-            "n_test": len(test), "combination": "rule 'both' (each signal's p-value at most "
-            "alpha), fixed before measuring; nothing was chosen on the test part",
+    return {"mode": mode, "alphas": list(abstention.ALPHAS),
+            "n_calibration": len(calibration), "n_test": len(test),
+            "n_train": len(train), "logistic": fitted,
+            "combination": "rule 'both' (each signal's p-value at most alpha), fixed before "
+            "measuring; the logistic weights fitted on the train items only (answerable with "
+            "the gold retrieved against no-answer); nothing was chosen on the test part",
+            "signal_auroc": _signal_auroc(test, sorted({n for s in scorers.values()
+                                                        for n in s.signals.values()})),
             "scorers": {name: abstention.apply(s, calibration, test)
                         for name, s in scorers.items()}}
+
+
+def _signal_auroc(test: Sequence[abstention.Item], names: Sequence[str]) -> dict[str, Any]:
+    """Each signal's raw AUROC on the test items: answerable against no-answer."""
+    return {n: abstention.auroc([i.signals[n] for i in test if i.answerable],
+                                [i.signals[n] for i in test if not i.answerable])
+            for n in names}
 
 
 def judged_rows(ranked: Sequence[Ranked], extra: Mapping[str, list[tuple[str, str]]],
@@ -335,4 +411,4 @@ def judged_rows(ranked: Sequence[Ranked], extra: Mapping[str, list[tuple[str, st
 
 
 __all__ = ["CachedJudge", "Judgements", "Sample", "agreement", "gate_block", "judge_block",
-           "kappa", "rerank_block", "sample", "stratified"]
+           "kappa", "rerank_block", "sample", "stratified", "train_threshold"]

@@ -29,6 +29,8 @@ from groundkit.retrieval.relevance import (
     log_odds,
     probability,
     relevance_messages,
+    support_messages,
+    supports,
 )
 from groundkit.retrieval.rerank import rerank
 
@@ -179,7 +181,7 @@ class StandInReader:
     def next_token_probabilities(self, messages: list[dict[str, str]],
                                  words: Sequence[str]) -> dict[str, float]:
         self.calls.append(messages)
-        passage = messages[1]["content"].split("Passage:", 1)[1]
+        passage = messages[1]["content"].split("Passage", 1)[1]  # one or several
         yes = 0.8 if self.answer in passage else 0.1
         return {w: (yes if w == " yes" else 0.05 if w == "Yes"
                     else (0.9 - yes) if w == "no" else 0.0) for w in words}
@@ -202,6 +204,18 @@ def test_the_judge_asks_the_question_before_the_fenced_passage() -> None:
     assert user.index("Question: how long?") < user.index("Passage:")
     assert "\n````\na ``` b\n````\n" in user  # a fence the passage cannot close
     assert judge("how long?", "kept 30 days", StandInReader("30 days")) == pytest.approx(
+        math.log(0.85) - math.log(0.1))
+
+
+def test_the_entailment_prompt_fences_each_passage_before_the_statement() -> None:
+    messages = support_messages('Logs are "kept 30 days".', ["kept 30 days", "a ``` b"])
+    user = messages[1]["content"]
+    assert user.index("```\nkept 30 days\n```") < user.index("\n````\na ``` b\n````\n") \
+        < user.index('Statement: Logs are "kept 30 days".')
+    with pytest.raises(UsageError, match="at least one passage"):
+        support_messages("x", [])
+    reader = StandInReader("30 days")
+    assert supports("kept", ["kept 30 days"], reader) == pytest.approx(
         math.log(0.85) - math.log(0.1))
 
 

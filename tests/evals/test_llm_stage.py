@@ -30,14 +30,42 @@ def test_the_sample_is_fixed_stratified_and_keeps_to_its_parts() -> None:
     qs += [question(f"n{i}", gold=False, near_miss=True) for i in range(5)]
     qs += [question(f"c{i}", gold=False, split="calibration") for i in range(5)]
     qs += [question(f"t{i}", split="train") for i in range(5)]
-    chosen = st.sample(qs, answerable=4, no_answer=3, calibration=2)
-    assert chosen == st.sample(list(reversed(qs)), answerable=4, no_answer=3, calibration=2)
+    qs += [question(f"u{i}", split="train", gold=False) for i in range(2)]
+    sizes = {"answerable": 4, "no_answer": 3, "calibration": 2, "train_answerable": 3,
+             "train_no_answer": 1}
+    chosen = st.sample(qs, **sizes)
+    assert chosen == st.sample(list(reversed(qs)), **sizes)
     traits = [q.traits[0] for q in chosen.answerable]
     assert traits.count("exact_identifier") == 2  # round-robin: the small stratum is not lost
     assert all(q.split == "test" and not q.gold for q in chosen.no_answer)
     assert all(q.split == "calibration" for q in chosen.calibration)
+    assert all(q.split == "train" for q in chosen.train)
     assert chosen.sizes() == {"test_answerable": 4, "test_no_answer": 3,
-                              "calibration_no_answer": 2}
+                              "calibration_no_answer": 2, "train_answerable": 3,
+                              "train_no_answer": 1}
+    assert len(chosen.questions()) == 4 + 3 + 2 + 3 + 1
+
+
+def test_the_threshold_is_the_one_with_the_best_kappa_on_the_rows_given() -> None:
+    rows = [{"label": label, "p_yes": p, "score": math.log(p / (1 - p))}
+            for label, p in ((True, 0.4), (True, 0.35), (False, 0.3), (False, 0.1))]
+    assert st.train_threshold(rows) == 0.35  # splits them perfectly; 0.5 would say no to all
+    assert st.agreement(rows, 0.35)["kappa"] == 1.0 and st.agreement(rows)["kappa"] == 0.0
+    assert st.train_threshold([{"label": True, "p_yes": 0.9}]) is None
+
+
+def test_the_judge_block_keeps_train_pairs_out_of_the_held_out_figures() -> None:
+    def row(part: str, label: bool, p: float) -> dict[str, object]:
+        return {"part": part, "kind": "answerable", "traits": ["none"], "label": label,
+                "p_yes": p, "score": math.log(p / (1 - p)), "near_miss_passage": False}
+
+    rows = [row("train", True, 0.4), row("train", False, 0.2),
+            row("test", True, 0.45), row("test", False, 0.3), row("test", False, 0.6)]
+    block = st.judge_block(rows)
+    assert block["all"]["n"] == 3 and block["train"]["n"] == 2
+    assert block["train_threshold"] == 0.4
+    at = block["test_at_train_threshold"]
+    assert (at["judge_yes_label_yes"], at["judge_yes_label_no"]) == (1, 1)
 
 
 def test_kappa_is_cohens() -> None:
@@ -93,24 +121,60 @@ def test_rerank_moves_the_judged_answer_up_and_reports_an_interval() -> None:
     assert judgements.cost()["calls"] == 6 * 2  # "noise" once per question, "it is 42" once
 
 
+def item(qid: str, split: str, answerable: bool, judge: float,
+         bm25: float = 0.1) -> abstention.Item:
+    return abstention.Item(query_id=qid, answerable=answerable, near_miss=not answerable,
+                           retrieved=answerable, split=split,
+                           signals={st.JUDGE_SIGNAL: judge, st.BM25_SIGNAL: bm25})
+
+
+def gate_sample(test_judge: float = 3.0) -> list[abstention.Item]:
+    items = [item(f"c{i}", "calibration", False, -3.0 + i / 10) for i in range(19)]
+    items += [item(f"a{i}", "test", True, test_judge) for i in range(5)]
+    items += [item(f"n{i}", "test", False, -3.0) for i in range(5)]
+    items += [item(f"t{i}", "train", True, 1.0 + i, bm25=0.2) for i in range(4)]
+    items += [item(f"u{i}", "train", False, -1.0 - i, bm25=0.2 - i / 100) for i in range(4)]
+    return items
+
+
 def test_gate_block_calibrates_on_the_calibration_items_only() -> None:
-    items = [abstention.Item(query_id=f"c{i}", answerable=False, near_miss=True, retrieved=False,
-                             split="calibration",
-                             signals={st.JUDGE_SIGNAL: -3.0 + i / 10, st.BM25_SIGNAL: 0.1})
-             for i in range(19)]
-    items += [abstention.Item(query_id=f"a{i}", answerable=True, near_miss=False, retrieved=True,
-                              split="test", signals={st.JUDGE_SIGNAL: 3.0, st.BM25_SIGNAL: 0.1})
-              for i in range(5)]
-    items += [abstention.Item(query_id=f"n{i}", answerable=False, near_miss=True,
-                              retrieved=False, split="test",
-                              signals={st.JUDGE_SIGNAL: -3.0, st.BM25_SIGNAL: 0.1})
-              for i in range(5)]
-    block = st.gate_block(items)
+    block = st.gate_block(gate_sample())
     judge = block["scorers"]["judge"]
     at = next(a for a in judge["at_alpha"] if a["alpha"] == 0.1)
     assert block["n_calibration"] == 19 and judge["n0"] == 19 and judge["auroc"] == 1.0
     assert at["coverage_answerable"] == 1.0 and at["false_answer_rate"] == 0.0
     assert block["scorers"]["bm25"]["auroc"] == 0.5  # a constant signal separates nothing
+    assert set(block["scorers"]) == {"bm25", "judge", "judge+bm25 (both)",
+                                     "judge+bm25 (logistic)"}
+
+
+def test_the_logistic_combination_is_fitted_on_the_train_items_only() -> None:
+    block = st.gate_block(gate_sample())
+    assert block["n_train"] == 8
+    weights = dict(zip(block["logistic"]["signals"], block["logistic"]["weights"], strict=True))
+    assert weights[st.JUDGE_SIGNAL] > 0  # the judge separates the train items
+    other = st.gate_block(gate_sample(test_judge=-5.0))  # the test items change ...
+    assert other["logistic"] == block["logistic"]  # ... the fitted weights do not
+    combined = block["scorers"]["judge+bm25 (logistic)"]
+    assert combined["auroc"] == 1.0 and other["scorers"]["judge+bm25 (logistic)"]["auroc"] <= 0.5
+
+
+def test_without_train_questions_of_both_kinds_the_combination_is_not_measured() -> None:
+    block = st.gate_block([i for i in gate_sample() if i.split != "train" or i.answerable])
+    assert block["logistic"]["measured"] is False
+    assert "judge+bm25 (logistic)" not in block["scorers"] and "judge" in block["scorers"]
+
+
+def test_the_hybrid_gate_combines_the_judge_with_both_retrievers() -> None:
+    items = [abstention.Item(query_id=i.query_id, answerable=i.answerable,
+                             near_miss=i.near_miss, retrieved=i.retrieved, split=i.split,
+                             signals={**i.signals, "dense.margin": 0.0})
+             for i in gate_sample()]
+    block = st.gate_block(items, "hybrid")
+    assert set(block["scorers"]) == {"hybrid", "judge", "judge+hybrid (both)",
+                                     "judge+hybrid (logistic)"}
+    assert block["logistic"]["signals"] == sorted([st.JUDGE_SIGNAL, "bm25.idf_coverage",
+                                                   "dense.margin"])
 
 
 def test_without_the_model_the_report_says_not_measured(tmp_path: Path) -> None:
@@ -124,12 +188,25 @@ def test_without_the_model_the_report_says_not_measured(tmp_path: Path) -> None:
 
 
 class Chat:
-    """Quotes the retention sentence when it is among the passages, else NOT_IN_PASSAGES."""
+    """Quotes the retention sentence when it is among the passages, else NOT_IN_PASSAGES;
+    as an entailment judge, says yes when a passage holds the statement's quote."""
+
+    name, sha256, n_ctx = "stand-in", "0" * 64, 4096
+
+    def __init__(self) -> None:
+        self.judged: list[str] = []
 
     def chat(self, messages: list[dict[str, str]]) -> str:
         if "kept for 30 days" in messages[-1]["content"]:
             return 'Logs are "kept for 30 days" [1]. They are also archived forever.'
         return "NOT_IN_PASSAGES"
+
+    def next_token_probabilities(self, messages: list[dict[str, str]],
+                                 words: Sequence[str]) -> dict[str, float]:
+        passages, claim = messages[1]["content"].split("\n\nStatement: ", 1)
+        self.judged.append(claim)
+        p = 0.9 if "kept for 30 days" in passages and "kept for 30 days" in claim else 0.1
+        return {w: (p if w == "yes" else 1 - p if w == "no" else 0.0) for w in words}
 
 
 def test_answers_are_checked_and_scored_against_the_gold_spans(
@@ -148,13 +225,19 @@ def test_answers_are_checked_and_scored_against_the_gold_spans(
                                                    start=start, end=start + 16),))
     unanswerable = question("n", gold=False, near_miss=True)
     chosen = st.Sample(answerable=(answerable,), no_answer=(unanswerable,), calibration=())
+    chat = Chat()
     with Collection.open("k", home) as coll:
-        block = answers_block(coll, chosen, Chat())
+        block = answers_block(coll, chosen, chat)
     assert block["answer_success"] == 1.0 and block["citation_precision"] == 1.0
     assert block["unsupported_sentence_rate"] == 1 / 2  # the second sentence quotes nothing
     assert block["no_answer_answered"] == 0.0
     assert [r["kind"] for r in block["rows"]] == ["llm", "empty"]  # nothing found: not asked
     assert block["cost"]["calls"] == 1
+    # ALCE: the quoting sentence is entailed by its one passage; the other cites nothing
+    assert block["alce"]["citation_recall"] == 1 / 2
+    assert block["alce"]["citation_precision"] == 1 / 1
+    assert block["alce"]["judge_calls"] == 1
+    assert chat.judged[0].startswith('Logs are "kept for 30 days".')  # markers stripped
 
 
 def test_a_rewrite_is_scored_by_the_ranking_it_gets() -> None:

@@ -2,8 +2,10 @@
 
 A small sample (three questions of each part) so the test takes minutes, not an hour
 (10-15 minutes on the loaded two-core build machine: over pytest's default 600 s once);
-``make eval-llm`` runs the fixed sample. Needs ``make llm``; without the runtime or the
-model the test is skipped saying which.
+``make eval-llm`` runs the fixed sample. The golden collections are the checkout's
+(``.cache/golden``, as ``make eval`` keeps them), so the hybrid gate does not embed golden
+v4 anew. Needs ``make llm``; without the runtime or the model the test is skipped saying
+which.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evals import llm_run
-from evals.cli import DEFAULT_GOLDEN
+from evals.cli import DEFAULT_CACHE, DEFAULT_GOLDEN
 from evals.report import model as rpt
 from groundkit.embeddings import gguf
 
@@ -33,15 +35,21 @@ def test_the_stages_measure_a_small_sample_and_record_identity_and_cost(tmp_path
     reason = llm_run.unavailable(MODEL)
     if reason:
         pytest.skip(reason)
-    block = llm_run.measure(DEFAULT_GOLDEN, tmp_path, MODEL,
+    block = llm_run.measure(DEFAULT_GOLDEN, DEFAULT_CACHE, MODEL,
                             rpt.Settings(resamples=200, permutations=200), lambda _: None,
-                            roles=("judge",),
-                            sizes={"answerable": 3, "no_answer": 3, "calibration": 3})
+                            roles=("judge",), store=tmp_path / "judgements.jsonl",
+                            sizes={"answerable": 3, "no_answer": 3, "calibration": 3,
+                                   "train_answerable": 3, "train_no_answer": 3})
     assert block["measured"] and block["model"]["sha256"] == gguf.MODELS[MODEL].sha256
-    assert block["sample"]["test_answerable"] == 3 and block["cost"]["calls"] >= 3 * 3 + 6
+    assert block["sample"]["test_answerable"] == 3 and block["sample"]["train_no_answer"] == 3
+    assert block["cost"]["calls"] >= 3 * 3 + 6 + 6
     assert block["cost"]["cpu_s_per_call"] > 0 and block["load"]["model_sha256_cpu_s"] > 0
     assert block["judge"]["all"]["n"] == len(block["pairs"])
     assert block["rerank"]["questions"] == 3
-    assert set(block["gate"]["scorers"]) == {"judge", "bm25", "judge+bm25 (both)"}
+    assert {"judge", "bm25", "judge+bm25 (both)"} <= set(block["gate"]["bm25"]["scorers"])
+    hybrid = block["gate"]["hybrid"]
+    assert hybrid.get("measured") is False or "judge+hybrid (both)" in hybrid["scorers"]
+    assert block["judge"]["train"]["n"] == len([r for r in block["pairs"]
+                                                if r["part"] == "train"])
     page = llm_run.render(json.loads(json.dumps(block)))
     assert "sha256" in page and "<table" in page
