@@ -114,6 +114,12 @@ class TextView:
     scanned_pages: tuple[int, ...] = ()
     """Pages that hold images but no text (a PDF with some scanned pages): left out of
     this view, read by OCR where it is installed (:func:`groundkit.extract.read`)."""
+    tables: tuple[tuple[int, int, int], ...] = ()
+    """Runs ``(start, end, header_end)`` of the view that are tables
+    (:mod:`groundkit.extract.tables`), sorted and disjoint: each line of ``[start, end)``
+    is one row, its cells joined by `` | ``, and ``[start, header_end)`` are the header
+    rows (``header_end == start``: no header row is marked). Like furniture, a mark
+    beside the text: no character of the view depends on it."""
     _starts: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
     _furniture_ends: list[int] = field(default_factory=list, init=False, repr=False,
                                        compare=False)
@@ -133,6 +139,7 @@ class TextView:
                 raise ExtractError(f"{self.format} extractor marked a bad furniture run "
                                    f"[{start}, {end}) (view of {len(self.text)})")
             last = end
+        check_tables(self.text, self.tables, self.format)
         object.__setattr__(self, "_starts", [s.start for s in self.segments])
         object.__setattr__(self, "_furniture_ends", [end for _, end, _ in self.furniture])
         object.__setattr__(self, "_labels", dict(self.page_labels))
@@ -208,6 +215,20 @@ class TextView:
             yield titles
 
 
+def check_tables(text: str, tables: Sequence[tuple[int, int, int]], format: str) -> None:
+    """Raise :class:`ExtractError` unless ``tables`` are sorted, disjoint runs of ``text``
+    whose header ends inside them at a line's end."""
+    last = 0
+    for start, end, header_end in tables:
+        if not last <= start <= header_end <= end <= len(text) or start == end:
+            raise ExtractError(f"{format} extractor marked a bad table [{start}, {end}) "
+                               f"(header to {header_end}, view of {len(text)})")
+        if start < header_end < end and text[header_end] != "\n":
+            raise ExtractError(f"{format} extractor marked a table header ending inside "
+                               f"a row at {header_end}")
+        last = end
+
+
 def _merge(group: Sequence[Segment], start: int, end: int) -> SourceSpan:
     first, last = group[0], group[-1]
     view_start, view_end = max(start, first.start), min(end, last.end)
@@ -264,6 +285,7 @@ def join_views(format: str, views: Sequence[TextView], separator: str = "\n\n") 
     segments: list[Segment] = []
     headings: list[Heading] = []
     furniture: list[tuple[int, int, str]] = []
+    tables: list[tuple[int, int, int]] = []
     offset = 0
     for view in views:
         if not view.text:
@@ -277,7 +299,8 @@ def join_views(format: str, views: Sequence[TextView], separator: str = "\n\n") 
                         for s in view.segments)
         headings.extend(Heading(h.start + offset, h.level, h.title) for h in view.headings)
         furniture.extend((a + offset, b + offset, kind) for a, b, kind in view.furniture)
+        tables.extend((a + offset, b + offset, h + offset) for a, b, h in view.tables)
         offset += len(view.text)
     status = next((view.status for view in views if view.status), "")
     return TextView("".join(texts), format, tuple(segments), tuple(headings), status,
-                    tuple(furniture))
+                    tuple(furniture), tables=tuple(tables))

@@ -7,7 +7,12 @@ browser does, and a walk over its tree writes the text of the visible nodes:
   are paragraphs, separated by a blank line; list items, ``dt``/``dd``, table rows,
   captions and options are lines; ``<br>`` is a line break;
 - table cells of a row are separated by `` | `` (after a cell with text; an empty
-  leading cell adds nothing), and the blocks inside a cell are lines of it;
+  leading cell adds nothing). A *data table* (:mod:`.tables`: not ``role="presentation"``
+  or ``"none"``, holding no other table, heading or verbatim element) keeps each row on
+  one line: the blocks and ``<br>`` inside its cells are spaces; its rows are marked
+  (:attr:`~groundkit.extract.base.TextView.tables`), the leading rows in ``<thead>`` or
+  made of ``<th>`` cells as its header. In any other (layout) table the blocks inside a
+  cell are lines of it and nothing is marked;
 - whitespace is collapsed to one space outside ``<pre>``, ``<textarea>``, ``<xmp>``,
   ``<listing>`` and ``<plaintext>``, whose text is kept verbatim; character references
   are decoded (``&amp;`` is ``&``); U+00A0 is kept;
@@ -52,20 +57,22 @@ from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView
 from .furniture import is_navigation, merged
 from .html_encoding import decode_html
 from .html_map import NON_WHITESPACE, WHITESPACE, Stream, align, raw_stream
+from .tables import TableMarks
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-OPTIONS = "v2"
-"""Bumped whenever the view, its map or its furniture could change for the same bytes (by
-a change here, in :mod:`.html_map`, :mod:`.html_encoding` or :mod:`.furniture`; v2: hidden
-attributes and inline styles, navigation marked)."""
+OPTIONS = "v3"
+"""Bumped whenever the view, its map or its marks could change for the same bytes (by
+a change here, in :mod:`.html_map`, :mod:`.html_encoding`, :mod:`.furniture` or
+:mod:`.tables`; v2: hidden attributes and inline styles, navigation marked; v3: a data
+table's row is one line, its rows and header marked)."""
 
 _WS_RUN = re.compile(r"[\t\n\f\r ]+")
 
 # --- the tree walk -------------------------------------------------------------------
 
-_TEXT, _BLOCK, _BR, _CELL, _OPEN, _CLOSE, _FURNITURE = range(7)
+_TEXT, _BLOCK, _BR, _CELL, _OPEN, _CLOSE, _FURNITURE, _SPACE, _TABLE, _ROW = range(10)
 _VISIBLE, _VERBATIM, _HIDDEN = range(3)
 _Event = tuple[int, int, str]
 
@@ -83,6 +90,31 @@ _PARAGRAPH_TAGS = frozenset((
     "section", "table", "textarea", "ul", "xmp", "h1", "h2", "h3", "h4", "h5", "h6",
 ))
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_NOT_IN_DATA_TABLES = "pre, listing, xmp, plaintext, textarea, h1, h2, h3, h4, h5, h6"
+"""What makes a table a layout table (besides a nested table or a presentation role):
+a cell that holds a heading or verbatim lines is a page's layout, not a row of data."""
+_HEADER, _BODY = 1, 2
+"""The values of a ``_ROW`` event that opens a row (0 closes it)."""
+
+
+def _data_tables(root: LexborNode) -> tuple[frozenset[int], frozenset[int]]:
+    """The ``mem_id`` of each data table (see the module) and of its leading header rows
+    (in ``<thead>``, or made of ``<th>`` cells only)."""
+    tables: set[int] = set()
+    headers: set[int] = set()
+    for table in root.css("table"):
+        role = (table.attributes.get("role") or "").strip().casefold()
+        if (role in ("presentation", "none") or table.css_first(_NOT_IN_DATA_TABLES)
+                or any(inner.mem_id != table.mem_id for inner in table.css("table"))):
+            continue
+        tables.add(table.mem_id)
+        for row in table.css("tr"):
+            cells = [cell.tag for cell in row.iter() if cell.tag in ("td", "th")]
+            in_head = row.parent is not None and row.parent.tag == "thead"
+            if not (in_head or (cells and all(tag == "th" for tag in cells))):
+                break
+            headers.add(row.mem_id)
+    return frozenset(tables), frozenset(headers)
 
 
 @dataclass(slots=True)
@@ -92,11 +124,17 @@ class _Walker:
     """
 
     title_id: int | None
+    data_tables: frozenset[int] = frozenset()
+    header_rows: frozenset[int] = frozenset()
     events: list[_Event] = field(default_factory=list)
     rows: list[bool] = field(default_factory=list)
     """Open table rows: whether each has text yet (a cell after it gets a bar)."""
     cells: int = 0
     """Open table cells: a block inside a cell is a line, not a paragraph."""
+    data: bool = False
+    """Inside a data table (they never nest)."""
+    data_cells: int = 0
+    """Open cells of the data table: a block inside one is a space."""
 
     # long: one iterative walk; the state saved per open element is what it changes
     def walk(self, root: LexborNode) -> list[_Event]:
@@ -119,7 +157,7 @@ class _Walker:
                 self._text(node.text_content or "", hidden, verbatim)
             elif tag == "br":
                 if not hidden:
-                    self.events.append((_BR, 0, ""))
+                    self.events.append((_SPACE if self.data_cells else _BR, 0, ""))
             elif tag not in _SKIPPED and not tag.startswith(("-", "!")):
                 saved = hidden, verbatim, furniture, content
                 shown = tag == "title" and node.mem_id == self.title_id
@@ -136,7 +174,7 @@ class _Walker:
                     if not furniture and is_navigation(tag, attributes, content > 0):
                         furniture, marks = 1, True
                         self.events.append((_FURNITURE, 1, ""))
-                    self._enter(tag)
+                    self._enter(tag, node.mem_id)
                 child = node.first_child if tag != "template" else _content(node)
                 if child is not None:
                     stack.append((node, tag, *saved, shown, marks))
@@ -157,8 +195,14 @@ class _Walker:
         if not hidden and self.rows and not self.rows[-1] and NON_WHITESPACE.search(data):
             self.rows[-1] = True
 
-    def _enter(self, tag: str) -> None:
-        if tag in _PARAGRAPH_TAGS:
+    def _enter(self, tag: str, mem_id: int) -> None:
+        if self.data_cells and (tag in _PARAGRAPH_TAGS or tag in _LINE_TAGS):
+            self.events.append((_SPACE, 0, ""))
+        elif tag == "table" and mem_id in self.data_tables:
+            self.data = True
+            self.events.append((_BLOCK, 1 if self.cells else 2, ""))
+            self.events.append((_TABLE, 1, ""))
+        elif tag in _PARAGRAPH_TAGS:
             self.events.append((_BLOCK, 1 if self.cells else 2, ""))
             if tag in _HEADINGS:
                 self.events.append((_OPEN, _HEADINGS[tag], ""))
@@ -166,12 +210,22 @@ class _Walker:
             self.events.append((_BLOCK, 1, ""))
             if tag == "tr":
                 self.rows.append(False)
+                if self.data:
+                    self.events.append((_ROW, _HEADER if mem_id in self.header_rows else _BODY,
+                                        ""))
         elif tag in ("td", "th"):
             self.cells += 1
+            self.data_cells += self.data
             if self.rows and self.rows[-1]:
                 self.events.append((_CELL, 0, ""))
 
     def _leave(self, tag: str) -> None:
+        if self.data_cells and (tag in _PARAGRAPH_TAGS or tag in _LINE_TAGS):
+            self.events.append((_SPACE, 0, ""))
+            return
+        if tag == "table" and self.data:  # the data table itself: it holds no other
+            self.data = False
+            self.events.append((_TABLE, 0, ""))
         if tag in _HEADINGS or tag == "title":
             self.events.append((_CLOSE, 0, ""))
         if tag in _PARAGRAPH_TAGS or tag == "title":
@@ -180,8 +234,11 @@ class _Walker:
             self.events.append((_BLOCK, 1, ""))
             if tag == "tr" and self.rows:
                 self.rows.pop()
+                if self.data:
+                    self.events.append((_ROW, 0, ""))
         elif tag in ("td", "th"):
             self.cells -= 1
+            self.data_cells -= self.data
 
 
 _HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*"
@@ -228,6 +285,11 @@ class _Builder:
     furniture: list[tuple[int, int, str]] = field(default_factory=list)
     navigation: int | None = None
     """Inside navigation: the view offset of its first text (-1 before it has any)."""
+    tables: TableMarks = field(default_factory=TableMarks)
+    row: int | None = None
+    """Inside a data table's row: the view offset of its first text (-1 before any)."""
+    header: bool = False
+    """Whether that row is a header row."""
 
     def event(self, kind: int, value: int) -> None:
         if kind == _BLOCK:
@@ -236,6 +298,17 @@ class _Builder:
             self.breaks += 1
         elif kind == _CELL:
             self.cell = True
+        elif kind == _SPACE:
+            self.space = True
+        elif kind == _TABLE:
+            self.tables.open() if value else self.tables.close()
+        elif kind == _ROW:
+            if value:
+                self.row, self.header = -1, value == _HEADER
+            else:
+                if self.row is not None and self.row >= 0:
+                    self.tables.row(self.row, self.size, self.header)
+                self.row = None
         elif kind == _OPEN:
             self.open.append([value, -1, -1])
         elif kind == _FURNITURE:
@@ -303,6 +376,8 @@ class _Builder:
                 heading[1], heading[2] = len(self.out), self.size
         if self.navigation == -1:
             self.navigation = self.size
+        if self.row == -1:
+            self.row = self.size
 
     def _append(self, text: str) -> None:
         self.out.append(text)
@@ -333,7 +408,7 @@ def markup_view(data: bytes, *, part: str | None = None, limits: Limits) -> Text
     title = parser.head.css_first("title") if parser.head is not None else None
     has_heading = root.css_first("h1, h2, h3, h4, h5, h6") is not None
     shown = title.mem_id if title is not None and not has_heading else None
-    events = _Walker(shown).walk(root)
+    events = _Walker(shown, *_data_tables(root)).walk(root)
     stream = raw_stream(source.text)
     texts = [e[2] for e in events if e[0] == _TEXT]
     places = iter(align("".join(stream.parts), texts))
@@ -354,7 +429,7 @@ def markup_view(data: bytes, *, part: str | None = None, limits: Limits) -> Text
                      for start, end, a, b in view.segments)
     headings = tuple(sorted(view.headings, key=lambda h: (h.start, h.level)))
     return TextView(text, "html", segments, headings, _declared(parser),
-                    merged(view.furniture))
+                    merged(view.furniture), tables=tuple(view.tables.marks))
 
 
 def _declared(parser: Any) -> str:

@@ -11,11 +11,14 @@ The text view: paragraphs (``w:p``; ``text:p``, ``text:h``) are separated by a b
 line, consecutive list items (a DOCX paragraph numbered directly or by its style; a
 paragraph inside ``text:list``) by one newline; a table row is one line, its cells
 separated by ``" | "`` (paragraphs in a cell by a space, nested tables flat in the
-cell); a tab is ``"\\t"``, each line break ``"\\n"``. Separators are lazy: the strongest
-boundary pending between two pieces of text wins, so empty paragraphs and cells add
-nothing and the view neither starts nor ends with one. DOCX keeps ``w:t`` text as is;
-ODT collapses white space as ODF 1.2 section 6.1.2 says (``text:s`` and ``text:tab``
-are kept).
+cell); a tab is ``"\\t"``, each line break ``"\\n"`` (a space inside a table cell, so a
+row stays one line). Each outermost table's rows are marked
+(:attr:`~groundkit.extract.base.TextView.tables`, :mod:`.tables`), its header the
+leading rows with ``w:tblHeader`` (DOCX) or inside ``table:table-header-rows`` (ODT).
+Separators are lazy: the strongest boundary pending between two pieces of text wins,
+so empty paragraphs and cells add nothing and the view neither starts nor ends with one.
+DOCX keeps ``w:t`` text as is; ODT collapses white space as ODF 1.2 section 6.1.2 says
+(``text:s`` and ``text:tab`` are kept).
 
 The source map: every run of text is a :class:`Segment` with ``part`` (the member) and
 ``byte_start``/``byte_end`` in that member's decompressed bytes, from the start of the
@@ -43,10 +46,12 @@ from xml.etree.ElementTree import Element
 from ..errors import MissingDependencyError
 from . import declared
 from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView, join_views
+from .tables import TableMarks
 from .zipsafe import SafeZip, XmlWalker, walk_xml, xml_tree
 
-ALGORITHM = "v1"
-"""Bumped whenever the text view or its map would change for the same file."""
+ALGORITHM = "v2"
+"""Bumped whenever the text view, its map or its marks would change for the same file
+(v2: tables marked)."""
 
 SPACE, CELL, LINE, PARA = 1, 2, 3, 4
 """Boundary strengths between two pieces of text; the strongest one pending wins."""
@@ -56,7 +61,7 @@ _W = ("{http://schemas.openxmlformats.org/wordprocessingml/2006/main}",
       "{http://purl.oclc.org/ooxml/wordprocessingml/main}")  # transitional, strict
 _DOCX = {ns + local: local for ns in _W for local in (
     "p", "pPr", "pStyle", "numPr", "numId", "outlineLvl", "r", "t", "tab", "br", "cr", "tbl",
-    "tc", "tr")}
+    "tc", "tr", "trPr", "tblHeader")}
 _DOCX_SKIP = {"{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback",
               *(ns + "moveFrom" for ns in _W)}
 _DOCX_PARTS = ("word/document.xml", "word/footnotes.xml", "word/endnotes.xml")
@@ -99,6 +104,11 @@ class _Builder:
     _blocks: list[_Block] = field(default_factory=list)
     _segments: list[Segment] = field(default_factory=list)
     _headings: list[Heading] = field(default_factory=list)
+    tables: TableMarks = field(default_factory=TableMarks)
+    _row: int | None = None
+    """Inside an outermost table row: the view offset of its first text (-1: none yet)."""
+    _header: bool = False
+    """Whether that row is a header row."""
 
     @property
     def block(self) -> _Block | None:
@@ -127,6 +137,8 @@ class _Builder:
         self._pending = self._breaks = 0
         if block is not None and block.start is None:
             block.start, block.index = self._pos, len(self._pieces)
+        if self._row == -1:
+            self._row = self._pos
         if span is not None:
             self._segments.append(Segment(self._pos, self._pos + len(text), self.part, *span))
         self._append(text)
@@ -139,6 +151,30 @@ class _Builder:
         self._pos += len(text)
         if self._pos > self.limit:
             raise ExtractError(f"text view longer than {self.limit} characters")
+
+    def open_table(self) -> None:
+        self.tables.open()
+        self.boundary(PARA)
+
+    def close_table(self) -> None:
+        self.tables.close()
+        self.boundary(PARA)
+
+    def open_row(self, header: bool = False) -> None:
+        if self.tables.outermost:
+            self._row, self._header = -1, header
+
+    def header_row(self, header: bool) -> None:
+        """Whether the open row is a header row (DOCX says so inside the row)."""
+        if self.tables.outermost:
+            self._header = header
+
+    def close_row(self) -> None:
+        if self.tables.outermost and self._row is not None:
+            if self._row >= 0:
+                self.tables.row(self._row, self._pos, self._header)
+            self._row = None
+        self.boundary(CELL if self.cells else LINE)
 
     def open_block(self, heading: int | None = None, item: bool = False) -> None:
         self._blocks.append(_Block(heading, item))
@@ -154,7 +190,8 @@ class _Builder:
 
     def view(self) -> TextView:
         return TextView("".join(self._pieces), self.format, tuple(self._segments),
-                        tuple(sorted(self._headings, key=lambda h: h.start)))
+                        tuple(sorted(self._headings, key=lambda h: h.start)),
+                        tables=tuple(self.tables.marks))
 
 
 def _int(value: str | None, default: int) -> int:
@@ -189,7 +226,12 @@ class _DocxWalker(XmlWalker):
         elif name == "tc":
             self.out.cells += 1
         elif name == "tbl":
-            self.out.boundary(PARA)
+            self.out.open_table()
+        elif name == "tr":
+            self.out.open_row()
+        elif name == "tblHeader" and self._under("tr", "trPr"):
+            val = attrib.get(tag[:tag.find("}") + 1] + "val", "true")
+            self.out.header_row(val.strip().casefold() not in ("false", "0", "off"))
         elif name in ("tab", "br", "cr") and self._under("r"):
             if name == "tab":
                 self.out.text("\t")
@@ -222,9 +264,9 @@ class _DocxWalker(XmlWalker):
             self.out.cells -= 1
             self.out.boundary(CELL)
         elif name == "tr":
-            self.out.boundary(CELL if self.out.cells else LINE)
+            self.out.close_row()
         elif name == "tbl":
-            self.out.boundary(PARA)
+            self.out.close_table()
 
     def on_text(self, text: str, span: tuple[int, int]) -> None:
         self.out.text(text, span)
@@ -272,7 +314,7 @@ class _OdtWalker(XmlWalker):
     def __init__(self, data: bytes, body: _Builder, notes: _Builder) -> None:
         super().__init__(data)
         self.out, self.body, self.notes = body, body, notes
-        self.lists = 0
+        self.lists = self.header_rows = 0
 
     def on_start(self, tag: str, attrib: dict[str, str]) -> None:
         if tag in (f"{_TEXT}p", f"{_TEXT}h"):
@@ -290,7 +332,11 @@ class _OdtWalker(XmlWalker):
         elif tag == f"{_TABLE}table-cell":
             self.out.cells += 1
         elif tag == f"{_TABLE}table":
-            self.out.boundary(PARA)
+            self.out.open_table()
+        elif tag == f"{_TABLE}table-header-rows":
+            self.header_rows += 1
+        elif tag == f"{_TABLE}table-row":
+            self.out.open_row(self.header_rows > 0)
         elif tag == f"{_TEXT}note-body":
             self.out = self.notes
         elif tag.startswith(_TEXT) and tag.endswith("-source"):  # an index's templates
@@ -306,9 +352,11 @@ class _OdtWalker(XmlWalker):
             self.out.cells -= 1
             self.out.boundary(CELL)
         elif tag == f"{_TABLE}table-row":
-            self.out.boundary(CELL if self.out.cells else LINE)
+            self.out.close_row()
+        elif tag == f"{_TABLE}table-header-rows":
+            self.header_rows -= 1
         elif tag == f"{_TABLE}table":
-            self.out.boundary(PARA)
+            self.out.close_table()
         elif tag == f"{_TEXT}note-body":
             self.out = self.body
 

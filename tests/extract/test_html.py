@@ -105,10 +105,21 @@ def test_blocks_are_paragraphs_items_and_rows_are_lines_and_cells_are_barred() -
     assert view.text == "One two\n\nThree\n\na\nb\n\nk | v\n1 | 2\n\nt\nd"
 
 
-def test_blocks_in_cells_are_lines_and_an_empty_leading_cell_adds_no_bar() -> None:
-    view = view_of("<p>x</p><table><tr><td><div>a</div><div>a2</div></td><td><p>b</p></td>"
-                   "<tr><td><img alt=1></td><td><div>c</div></td></table><p>y</p>")
-    assert view.text == "x\n\na\na2 | b\nc\n\ny"
+def test_a_data_row_is_one_line_and_an_empty_leading_cell_adds_no_bar() -> None:
+    view = view_of("<p>x</p><table><tr><td><div>a</div><div>a2</div></td><td><p>b<br>b2</p>"
+                   "</td><tr><td><img alt=1></td><td><div>c</div></td></table><p>y</p>")
+    assert view.text == "x\n\na a2 | b b2\nc\n\ny"
+    assert view.tables == ((3, 16, 3),)  # no row is marked as a header
+
+
+def test_blocks_in_a_layout_tables_cells_are_lines_and_nothing_is_marked() -> None:
+    cells = "<tr><td><div>a</div><div>a2</div></td><td><p>b</p></td>"
+    for layout in (f"<table role=presentation>{cells}</table>",
+                   f"<table>{cells}<td><h2>T</h2></td></table>",
+                   f"<table>{cells}<td><pre>p</pre></td></table>"):
+        view = view_of(layout)
+        assert view.text.startswith("a\na2 | b"), layout
+        assert view.tables == ()
 
 
 def test_inline_elements_join_and_whitespace_collapses_to_one_space() -> None:

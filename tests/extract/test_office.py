@@ -337,7 +337,7 @@ def test_the_registry_finds_and_runs_the_extractors(fmt: str) -> None:
     assert found is EXTRACTORS[fmt] and found.available()
     assert (found.library, found.extra) == ("defusedxml", "office")
     assert found.suffixes == (f"*.{fmt}",)
-    assert found.identity() == f"{fmt}/defusedxml={importlib.metadata.version('defusedxml')};v1"
+    assert found.identity() == f"{fmt}/defusedxml={importlib.metadata.version('defusedxml')};v2"
     assert for_file(f"book.{fmt}", fixture(fmt)) == fmt
     assert extract(fmt, fixture(fmt)).text == view_of(fmt, fixture(fmt)).text
 

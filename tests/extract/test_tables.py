@@ -1,0 +1,156 @@
+"""Tables in the text view: one row a line, the header marked, every cell mapped.
+
+The real files are the pandoc-made handbook pages of ``fixtures/office`` (the same HTML
+table of operating systems and architectures as DOCX, ODT and EPUB, each with its header
+row marked the way its format marks one) and a Debian Handbook page with a DocBook
+callout table (``fixtures/html``); the edge cases are built by hand.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+
+from groundkit.extract import extractor
+from groundkit.extract.base import ExtractError, Limits, TextView
+from groundkit.extract.html import markup_view
+from groundkit.extract.tables import TableMarks, rows
+
+from .test_office import docx, odt, para
+from .zips import members
+
+OFFICE = Path(__file__).parent / "fixtures" / "office"
+HTML = Path(__file__).parent / "fixtures" / "html"
+HEADER = "Operating System | Architecture(s)"
+FIRST_ROWS = ["DEC Unix (OSF/1) | alpha, mipsel", "HP Unix | ia64, hppa"]
+
+
+def view_of(fmt: str, data: bytes) -> TextView:
+    return extractor(fmt).extract(data, Limits())
+
+
+def row_texts(view: TextView) -> list[list[tuple[str, bool]]]:
+    return [[(view.text[a:b], header) for a, b, header in rows(view.text, table)]
+            for table in view.tables]
+
+
+def cell_source(view: TextView, data: bytes, start: int, end: int) -> str:
+    """The unescaped raw bytes the view's ``[start, end)`` maps to."""
+    locator = view.locate(start, end)
+    assert locator is not None and len(locator.spans) == 1
+    span = locator.spans[0]
+    raw = members(data)[span.part] if span.part else data
+    assert span.byte_start is not None and span.byte_end is not None
+    return html.unescape(raw[span.byte_start:span.byte_end].decode("utf-8"))
+
+
+@pytest.mark.parametrize("fmt", ["docx", "odt", "epub"])
+def test_a_pandoc_table_is_its_header_and_rows_with_every_cell_mapped(fmt: str) -> None:
+    data = (OFFICE / f"handbook.{fmt}").read_bytes()
+    view = view_of(fmt, data)
+    (table,) = row_texts(view)
+    assert table[0] == (HEADER, True)
+    assert [text for text, _ in table[1:3]] == FIRST_ROWS
+    assert not any(header for _, header in table[1:])
+    assert len(table) == 15 and all("\n" not in text for text, _ in table)
+    for start, end, _ in rows(view.text, view.tables[0]):
+        at = start
+        for cell in view.text[start:end].split(" | "):
+            assert cell in cell_source(view, data, at, at + len(cell)), (fmt, cell)
+            at += len(cell) + 3
+
+
+@pytest.mark.parametrize("fmt", ["docx", "odt", "epub"])
+def test_the_three_formats_give_the_same_rows(fmt: str) -> None:
+    html_rows = row_texts(view_of("epub", (OFFICE / "handbook.epub").read_bytes()))
+    assert row_texts(view_of(fmt, (OFFICE / f"handbook.{fmt}").read_bytes())) == html_rows
+
+
+def test_a_docbook_callout_table_has_no_header_and_keeps_each_callout_on_a_line() -> None:
+    view = view_of("html", (HTML / "en-US_sect.apparmor.html").read_bytes())
+    (table,) = row_texts(view)
+    assert not any(header for _, header in table)
+    note = [text for text, _ in table if text.startswith("The first event detected")]
+    assert len(note) == 1 and note[0].endswith("in the same run.")  # two paragraphs, one row
+
+
+def test_html_header_rows_are_the_leading_thead_or_all_th_rows() -> None:
+    page = ("<table><caption>Sizes</caption><thead><tr><th>Name<th>Size</thead>"
+            "<tr><th>Unit<th>MiB<tr><th>small<td>1<tr><td>big<td>9</table>")
+    view = markup_view(page.encode(), limits=Limits())
+    assert view.text == "Sizes\nName | Size\nUnit | MiB\nsmall | 1\nbig | 9"
+    assert row_texts(view) == [[("Name | Size", True), ("Unit | MiB", True),
+                                ("small | 1", False), ("big | 9", False)]]
+
+
+def test_a_data_table_inside_a_layout_table_is_marked_alone() -> None:
+    page = ("<table><tr><td><p>side</p><p>bar</p></td><td><table><tr><th>k<th>v<tr><td>a"
+            "<td>1</table></td></tr></table>")
+    view = markup_view(page.encode(), limits=Limits())
+    assert view.text == "side\nbar | k | v\na | 1"
+    assert row_texts(view) == [[("k | v", True), ("a | 1", False)]]
+
+
+def test_a_hidden_row_is_not_a_row() -> None:
+    page = "<table><tr><th>k<th>v<tr hidden><td>x<td>0<tr><td>a<td>1</table>"
+    view = markup_view(page.encode(), limits=Limits())
+    assert row_texts(view) == [[("k | v", True), ("a | 1", False)]]
+
+
+def test_docx_header_rows_are_the_leading_rows_marked_tbl_header() -> None:
+    def row(header: str, *cells: str) -> str:
+        props = f"<w:trPr><w:tblHeader{header}/></w:trPr>" if header is not None else ""
+        return f"<w:tr>{props}" + "".join(f"<w:tc>{para(c)}</w:tc>" for c in cells) + "</w:tr>"
+
+    nested = "<w:tbl>" + row("", "in1", "in2") + row("", "in3", "in4") + "</w:tbl>"
+    body = (para("Before") + "<w:tbl>" + row("", "k", "v") + row(' w:val="false"', "a", "1")
+            + row("", "late", "header") + "<w:tr><w:tc>" + para("x") + "<w:p><w:r><w:t>y"
+            "</w:t><w:br/><w:t>z</w:t></w:r></w:p></w:tc><w:tc>" + nested + "</w:tc></w:tr>"
+            + "</w:tbl>" + para("After"))
+    view = view_of("docx", docx(body))
+    assert view.text == ("Before\n\nk | v\na | 1\nlate | header\nx y z | in1 | in2 | in3 | in4"
+                         "\n\nAfter")
+    assert row_texts(view) == [[("k | v", True), ("a | 1", False), ("late | header", False),
+                                ("x y z | in1 | in2 | in3 | in4", False)]]
+
+
+def test_odt_header_rows_are_those_inside_table_header_rows() -> None:
+    def row(*cells: str) -> str:
+        return ("<table:table-row>" + "".join(
+            f"<table:table-cell><text:p>{c}</text:p></table:table-cell>" for c in cells)
+            + "</table:table-row>")
+
+    body = ("<table:table><table:table-header-rows>" + row("k", "v")
+            + "</table:table-header-rows>" + row("a", "1") + row("", "") + row("b", "2")
+            + "</table:table><text:p>After</text:p>")
+    view = view_of("odt", odt(body))
+    assert view.text == "k | v\na | 1\nb | 2\n\nAfter"
+    assert view.tables == ((0, 17, 5),)
+
+
+def test_a_table_without_text_is_not_marked() -> None:
+    assert view_of("odt", odt("<table:table><table:table-row><table:table-cell/>"
+                              "</table:table-row></table:table><text:p>x</text:p>")).tables == ()
+
+
+def test_marks_outside_the_view_or_a_header_ending_mid_row_are_refused() -> None:
+    for bad in (((0, 9, 0),), ((0, 3, 1),), ((2, 1, 2),), ((0, 3, 0), (2, 5, 2))):
+        with pytest.raises(ExtractError):
+            TextView("ab\ncd", "html", tables=bad)
+    assert TextView("ab\ncd", "html", tables=((0, 5, 2),)).tables == ((0, 5, 2),)
+
+
+def test_the_recorder_marks_only_outermost_tables_and_their_leading_headers() -> None:
+    marks = TableMarks()
+    marks.open()
+    marks.row(0, 3, True)
+    marks.open()
+    marks.row(10, 12, False)  # a nested table's row: part of a cell
+    marks.close()
+    marks.row(4, 7, False)
+    marks.row(8, 9, True)  # a header-like row below a body row is a body row
+    marks.close()
+    marks.close()  # an unbalanced close is ignored
+    assert marks.marks == [(0, 9, 3)]
