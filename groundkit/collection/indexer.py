@@ -35,7 +35,7 @@ from ..sources import (
     discover_paths,
 )
 from ..text.chunking import ChunkerConfig
-from . import gc, incremental, ingest, integrity
+from . import gc, incremental, ingest, integrity, site_furniture
 from .executor import Executor, InProcess
 
 Progress = Callable[[int, int, str], None]
@@ -358,6 +358,7 @@ def _publish(conn: sqlite3.Connection, generation: int, report: IndexReport,
              files: Sequence[store.DerivedFile]) -> None:
     stats = json.dumps(report.to_dict(), sort_keys=True)
     with store.transaction(conn):
+        site_furniture.mark(conn, generation)  # against the current one, so before the flip
         store.record_derived_files(conn, generation, files)  # checksums: see .integrity
         conn.execute("UPDATE generations SET state = 'retired' WHERE state = 'published'")
         conn.execute(
