@@ -15,6 +15,10 @@ The windowing rule, for a target size ``T``, overlap ``O`` and hard maximum
   to ``T`` within the best class present; with no boundary at all it is cut
   hard at ``M`` (the ``boundaries`` setting can leave out the first classes, so
   the effect of following a document's structure can be measured);
+* no window ends (or starts) inside a table row of an extracted view
+  (:mod:`groundkit.extract.tables`: each row is a line): a boundary strictly inside a
+  row is no boundary, and a hard cut that would fall inside one moves back to the
+  row's start (only a row longer than ``M`` is cut);
 * trailing whitespace is trimmed from the window;
 * the next window starts at the best boundary at or after ``end - O`` (so
   windows overlap by about ``O``) and always strictly after the previous start
@@ -32,6 +36,7 @@ from itertools import repeat
 
 from ..errors import UsageError
 from ..extract.base import TextView
+from ..extract.tables import rows as table_rows
 from ..model import Chunk, Document, make_chunk_id, sha256_text, utf16_len
 from ..sources import encode_len
 
@@ -113,8 +118,11 @@ class _Boundaries:
     so the cost follows the number of chunks rather than the number of spaces.
     """
 
-    def __init__(self, text: str, headings: Sequence[int] = (), first: int = 0) -> None:
+    def __init__(self, text: str, headings: Sequence[int] = (), first: int = 0,
+                 rows: Sequence[tuple[int, int]] = ()) -> None:
         self.text = text
+        self.row_starts = [a for a, _ in rows]
+        self.row_ends = [b for _, b in rows]
         self.first = first  # the best class used; those before it are never boundaries
         self.patterns = _BOUNDARIES if "\r" in text else _BOUNDARIES_LF
         self.rare = [[m.end() for m in p.finditer(text)] if cls >= first else []
@@ -122,14 +130,25 @@ class _Boundaries:
         if headings and first == 0:  # an extracted view's outline: headings start lines
             self.rare[0] = sorted({*self.rare[0], *(h for h in headings if 0 < h <= len(text))})
 
+    def in_row(self, position: int) -> int | None:
+        """The start of the table row ``position`` is strictly inside, if any."""
+        i = bisect.bisect_right(self.row_starts, position) - 1
+        if i >= 0 and self.row_starts[i] < position < self.row_ends[i]:
+            return self.row_starts[i]
+        return None
+
     def _window(self, cls: int, lo: int, hi: int) -> list[int]:
         if cls < _PRECOMPUTED:
             positions = self.rare[cls]
-            return positions[bisect.bisect_left(positions, lo) : bisect.bisect_right(positions, hi)]
-        # Matches are short; starting a little before lo finds those ending at lo.
-        stop = min(len(self.text), hi + 8)
-        return [e for m in self.patterns[cls].finditer(self.text, max(0, lo - 4), stop)
-                if lo <= (e := m.end()) <= hi]
+            found = positions[bisect.bisect_left(positions, lo):bisect.bisect_right(positions, hi)]
+        else:
+            # Matches are short; starting a little before lo finds those ending at lo.
+            stop = min(len(self.text), hi + 8)
+            found = [e for m in self.patterns[cls].finditer(self.text, max(0, lo - 4), stop)
+                     if lo <= (e := m.end()) <= hi]
+        if self.row_starts:
+            found = [p for p in found if self.in_row(p) is None]
+        return found
 
     def best_end(self, lo: int, hi: int, target: int) -> int | None:
         for cls in range(self.first, len(_BOUNDARIES)):
@@ -149,23 +168,24 @@ class _Boundaries:
             while (m := self.patterns[cls].search(self.text, pos, min(len(self.text), hi + 8))):
                 if m.end() > hi:
                     break
-                if m.end() >= lo:
+                if m.end() >= lo and (not self.row_starts or self.in_row(m.end()) is None):
                     return m.end()
                 pos = m.end() if m.end() > m.start() else m.start() + 1
         return None
 
 
-def spans(text: str, config: ChunkerConfig,
-          headings: Sequence[int] = ()) -> Iterator[tuple[int, int]]:
+def spans(text: str, config: ChunkerConfig, headings: Sequence[int] = (),
+          rows: Sequence[tuple[int, int]] = ()) -> Iterator[tuple[int, int]]:
     """Yield the ``(start, end)`` windows of ``text``; none for blank text.
 
     ``headings`` are the starts of an extracted view's headings (HTML ``h1``-``h6``, a
     PDF's outline, DOCX heading styles): the best boundaries, as a Markdown heading line
-    is, so a section tends to start a chunk of its own."""
+    is, so a section tends to start a chunk of its own. ``rows`` are the ``(start, end)``
+    of its table rows, sorted: no window ends or starts inside one."""
     first = _NON_SPACE.search(text)
     if first is None:
         return
-    bounds = _Boundaries(text, headings, BOUNDARIES[config.boundaries])
+    bounds = _Boundaries(text, headings, BOUNDARIES[config.boundaries], rows)
     n = len(text)
     start = first.start()
     while True:
@@ -186,7 +206,9 @@ def _window_end(bounds: _Boundaries, start: int, config: ChunkerConfig) -> int:
         end = bounds.best_end(lo, hi, target)
         if end is not None:
             return end
-    return start + config.maximum
+    cut = start + config.maximum
+    row = bounds.in_row(cut) if bounds.row_starts else None
+    return row if row is not None and row > start else cut
 
 
 def _trim_right(text: str, start: int, end: int) -> int:
@@ -227,7 +249,9 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig,
     chunks: list[Chunk] = []
     cursor, cursor_byte, cursor_line, cursor_utf16 = 0, document.bom_len, 1, 0
     outline = [h.start for h in view.headings] if view and view.segments else ()
-    windows = list(spans(text, config, outline))
+    rows = [(a, b) for table in view.tables for a, b, _ in table_rows(text, table)
+            ] if view and view.segments else []
+    windows = list(spans(text, config, outline, rows))
     paths = (view.heading_paths(start for start, _ in windows) if view and view.headings
              else repeat(()))
     key = document.view_key

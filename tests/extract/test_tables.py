@@ -8,15 +8,20 @@ callout table (``fixtures/html``); the edge cases are built by hand.
 
 from __future__ import annotations
 
+import hashlib
 import html
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from groundkit.extract import extractor
+from groundkit.extract import extractor, read
 from groundkit.extract.base import ExtractError, Limits, TextView
 from groundkit.extract.html import markup_view
 from groundkit.extract.tables import TableMarks, rows
+from groundkit.model import Document
+from groundkit.text.chunking import ChunkerConfig, make_chunks, spans
 
 from .test_office import docx, odt, para
 from .zips import members
@@ -154,3 +159,55 @@ def test_the_recorder_marks_only_outermost_tables_and_their_leading_headers() ->
     marks.close()
     marks.close()  # an unbalanced close is ignored
     assert marks.marks == [(0, 9, 3)]
+
+
+def inside_a_row(text: str, position: int, row_spans: list[tuple[int, int]]) -> bool:
+    """Whether ``position`` has some of a row's text on either side."""
+    return any(text[a:position].strip() and text[position:b].strip() for a, b in row_spans
+               if a < position < b)
+
+
+@pytest.mark.parametrize("fmt", ["docx", "odt", "epub"])
+@pytest.mark.parametrize("target", [50, 80, 200])
+def test_no_chunk_of_a_real_table_ends_or_starts_inside_a_row(fmt: str, target: int) -> None:
+    view = view_of(fmt, (OFFICE / f"handbook.{fmt}").read_bytes())
+    row_spans = [(a, b) for t in view.tables for a, b, _ in rows(view.text, t)]
+    config = ChunkerConfig(target=target, overlap=target // 4)
+    windows = list(spans(view.text, config, (), row_spans))
+    assert not any(inside_a_row(view.text, p, row_spans) for w in windows for p in w)
+    if target == 50:  # without the rows, the same settings cut rows: the test can fail
+        plain = list(spans(view.text, config))
+        assert any(inside_a_row(view.text, p, row_spans) for w in plain for p in w)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.text(alphabet="ab .!", min_size=1, max_size=30), min_size=1,
+                         max_size=4), min_size=1, max_size=30),
+       st.integers(min_value=50, max_value=300))
+def test_windows_never_cut_a_row_that_fits(table: list[list[str]], target: int) -> None:
+    lines = [" | ".join(cells) for cells in table]
+    text = "Intro words here.\n\n" + "\n".join(lines) + "\n\nAfter."
+    row_spans, at = [], len("Intro words here.\n\n")
+    for line in lines:
+        row_spans.append((at, at + len(line)))
+        at += len(line) + 1
+    config = ChunkerConfig(target=target, overlap=target // 5)
+    windows = list(spans(text, config, (), row_spans))
+    longest = max(b - a for a, b in row_spans)
+    if longest < config.maximum // 2:  # a row longer than the window's reach is cut
+        assert not any(inside_a_row(text, p, row_spans) for w in windows for p in w)
+    covered = {i for a, b in windows for i in range(a, b)}
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+
+
+def test_a_table_crosses_the_sandbox_and_its_chunks_hold_whole_rows() -> None:
+    data = (OFFICE / "handbook.docx").read_bytes()
+    view, identity = read("docx", data)  # in the sandbox's child, back through pickle
+    assert view.tables == view_of("docx", data).tables != ()
+    document = Document(doc_id="h.docx", root="/r", relpath="h.docx",
+                        sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                        encoding="utf-8", bom_len=0, text=view.text, extractor=identity)
+    row_spans = [(a, b) for t in view.tables for a, b, _ in rows(view.text, t)]
+    chunks = make_chunks("c", document, ChunkerConfig(target=50, overlap=12), view)
+    assert len(chunks) > 20
+    assert not any(inside_a_row(view.text, p, row_spans) for c in chunks for p in (c.start, c.end))
