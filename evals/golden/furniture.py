@@ -10,7 +10,10 @@ disagreements (``evals/furniture/README.md``).
 
 :func:`sample` draws the sample (deterministic: the same documents, extractor and
 version give the same lines); :func:`detector_block` scores the detector against the
-labels: a line is *marked* when at least half of its characters lie in furniture runs.
+labels: a line is *marked* when at least half of its characters lie in furniture runs,
+the extractor's and, for an HTML page, the site pass's
+(:mod:`groundkit.collection.site_furniture`, its site being every HTML page of its
+folder, as a collection of golden's documents sees it).
 Precision is the share of marked lines labelled furniture, recall the share of labelled
 furniture lines marked, each with a Wilson 95% interval, overall and per format.
 """
@@ -19,12 +22,14 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from evals.external.checksums import REPO
 from groundkit import extract
+from groundkit.collection.site_furniture import KIND, view_runs
 from groundkit.extract import TextView
 
 LABELS = REPO / "evals" / "furniture" / "labels-v4.jsonl"
@@ -78,11 +83,18 @@ def _html_lines(doc: str, view: TextView) -> Iterator[dict[str, Any]]:
         start += len(line) + 1
 
 
-def marked(view: TextView, start: int, end: int) -> str | None:
-    """The kind of furniture covering at least half of ``[start, end)``, or ``None``."""
+def marked(view: TextView, start: int, end: int,
+           site: Sequence[tuple[int, int]] = ()) -> str | None:
+    """The kind of furniture covering at least half of ``[start, end)``, or ``None``:
+    the extractor's runs and the site pass's lines ``site`` (view offsets) together."""
+    runs = [(start + a, start + b, kind) for a, b, kind in view.furniture_in(start, end)]
+    runs += [(max(a, start), min(b, end), KIND) for a, b in site if a < end and start < b]
     covered: dict[str, int] = {}
-    for a, b, kind in view.furniture_in(start, end):
-        covered[kind] = covered.get(kind, 0) + b - a
+    reached = start
+    for a, b, kind in sorted(runs):
+        if b > max(a, reached):
+            covered[kind] = covered.get(kind, 0) + b - max(a, reached)
+            reached = b
     best = max(covered.items(), key=lambda kv: kv[1], default=None)
     return best[0] if best and 2 * sum(covered.values()) >= end - start else None
 
@@ -94,6 +106,7 @@ def detector_block(golden: Path, labels: Path = LABELS) -> dict[str, Any]:
     rows = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines()
             if line.strip()]
     views: dict[str, TextView] = {}
+    site = _site_runs(golden / "docs", {r["doc"] for r in rows if r["format"] == "html"})
     scored = []
     for row in rows:
         if row["doc"] not in views:
@@ -104,10 +117,22 @@ def detector_block(golden: Path, labels: Path = LABELS) -> dict[str, Any]:
             return {"measured": False, "reason": f"not measured: label {row['id']} no longer "
                     "matches its document's view (re-draw and re-label the sample)"}
         scored.append((row["format"], bool(row["furniture"]),
-                       marked(view, row["start"], row["end"]) is not None))
+                       marked(view, row["start"], row["end"], site.get(row["doc"], ()))
+                       is not None))
     return {"measured": True, "labels": labels.name, **_rates(scored),
             "by_format": {fmt: _rates([s for s in scored if s[0] == fmt])
                           for fmt in sorted({s[0] for s in scored})}}
+
+
+def _site_runs(docs: Path, pages: set[str]) -> dict[str, list[tuple[int, int]]]:
+    """The site pass's lines (:mod:`groundkit.collection.site_furniture`) of each labelled
+    HTML page, its site being every HTML page of its folder, as a collection sees it."""
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for folder in sorted({posixpath.dirname(p) for p in pages}):
+        texts = {p.relative_to(docs).as_posix(): extract.extract("html", p.read_bytes()).text
+                 for p in sorted((docs / folder).glob("*.html")) if p.is_file()}
+        runs.update((doc, spans) for doc, spans in view_runs(texts).items() if doc in pages)
+    return runs
 
 
 def _rates(scored: Sequence[tuple[str, bool, bool]]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ import hashlib
 import json
 import math
 import posixpath
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -67,43 +68,44 @@ META_KEY = "site_furniture"
 FORMATS = ("html", "epub")
 
 Line = tuple[int, int, tuple[int, int]]
-"""A countable line: its ``(start, end)`` in the view, trimmed, and its two keys (the
-fingerprints of it with the non-blank line before it, and with the one after it)."""
+"""A countable line: its ``(start, end)`` in the view, trimmed, and its two keys: the
+pair of it and the non-blank line before it (the page's edge: 0), and of it and the one
+after it."""
 Run = tuple[int, int, str]
 
 
-def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=8).digest()
+_LETTER = re.compile(r"[^\W\d_]")
+_MASK = (1 << 64) - 1
+_MIX = 0x100000001B3
+"""A pair's key is ``(before * _MIX ^ after) mod 2**64`` of its lines' fingerprints:
+cheap, ordered (``a, b`` is not ``b, a``), and as spread as the fingerprints are."""
 
 
 def countable(line: str) -> bool:
     """Whether a line (whitespace collapsed) can be site furniture: long enough, with a
     letter (see the module)."""
     text = " ".join(line.split())
-    return len(text) >= MIN_CHARS and any(c.isalpha() for c in text)
+    return len(text) >= MIN_CHARS and _LETTER.search(text) is not None
 
 
 def lines(text: str, offset: int = 0) -> Iterator[Line]:
     """The countable lines of ``text``, at ``offset`` in the view, with their keys."""
-    found: list[tuple[int, int, bytes, bool]] = []  # every non-blank line
+    found: list[tuple[int, int, int, bool]] = []  # every non-blank line
     position = 0
     for raw in text.split("\n"):
         words = raw.split()
         if words:
+            norm = " ".join(words)
+            own = int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest())
             start = offset + position + len(raw) - len(raw.lstrip())
-            found.append((start, offset + position + len(raw.rstrip()),
-                          _digest(" ".join(words).encode("utf-8")), countable(raw)))
+            found.append((start, offset + position + len(raw.rstrip()), own,
+                          len(norm) >= MIN_CHARS and _LETTER.search(norm) is not None))
         position += len(raw) + 1
-    edge = bytes(8)
     for i, (start, end, own, counted) in enumerate(found):
         if counted:
-            before = found[i - 1][2] if i else edge
-            after = found[i + 1][2] if i + 1 < len(found) else edge
-            yield start, end, (_key(before + own), _key(own + after))
-
-
-def _key(pair: bytes) -> int:
-    return int.from_bytes(_digest(pair), "big")
+            before = found[i - 1][2] if i else 0
+            after = found[i + 1][2] if i + 1 < len(found) else 0
+            yield start, end, ((before * _MIX ^ own) & _MASK, (own * _MIX ^ after) & _MASK)
 
 
 def repeated(pages: Sequence[Iterable[int]]) -> frozenset[int]:

@@ -66,6 +66,29 @@ def test_a_line_is_marked_when_half_of_it_is_furniture() -> None:
     assert marked(view, 4, 8) is None
 
 
+def test_the_site_pass_counts_with_the_extractor_and_never_twice() -> None:
+    view = extract.TextView("abcdefgh", "html", furniture=((0, 2, "navigation"),))
+    assert marked(view, 0, 8, site=[(5, 6)]) is None  # 2 + 1 of 8: under half
+    assert marked(view, 0, 8, site=[(2, 4)]) == "navigation"  # a tie: the extractor's
+    assert marked(view, 0, 8, site=[(0, 3)]) is None  # the overlap counted once
+    assert marked(view, 0, 8, site=[(2, 7)]) == "site-repeated"
+
+
+def test_a_menu_on_every_page_of_a_golden_site_is_marked(tmp_path: Path) -> None:
+    docs = tmp_path / "g" / "docs" / "site"
+    docs.mkdir(parents=True)
+    menu = "<div><p>Start page of the project</p><p>Reference of every option</p></div>"
+    for n in range(3):
+        (docs / f"p{n}.html").write_bytes(
+            f"<html><body>{menu}<p>Page {n} text.</p></body></html>".encode())
+    labels = tmp_path / "labels.jsonl"
+    rows = [{**i, "furniture": "Page" not in i["text"], "kind": None}
+            for i in sample(tmp_path / "g")]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    block = detector_block(tmp_path / "g", labels)
+    assert (block["labelled_furniture"], block["marked"], block["true_positives"]) == (6, 6, 6)
+
+
 def test_wilson_intervals_hold_the_rate() -> None:
     low, high = wilson(45, 50) or [0.0, 0.0]
     assert low < 0.9 < high and low >= 0 and high <= 1
