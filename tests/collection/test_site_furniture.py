@@ -155,6 +155,25 @@ def test_reindexing_one_page_re_marks_its_site_and_reads_no_other(
                == MENU_LINES for i in range(3))
 
 
+def test_marks_after_dirty_runs_are_those_of_a_full_run(make_tree: TreeMaker,
+                                                         tmp_path: Path) -> None:
+    files = site(6)
+    edited, fresh = make_tree(files), tmp_path / "home"
+    index(edited, fresh)
+    for i, menu in ((0, ""), (1, ""), (2, MENU), (0, MENU), (3, "")):
+        path = edited / f"site/p{i:02d}.html"
+        path.write_text(page(f"Page {i} heading", f"Edited body {i}.", menu))
+        index(edited, fresh, dirty=[path])
+    (edited / "site/p05.html").unlink()
+    index(edited, fresh, dirty=[edited / "site/p05.html"])
+    again = make_tree({str(p.relative_to(edited)): p.read_bytes()
+                       for p in sorted((edited / "site").iterdir())})
+    layouts = [{(c.doc_id, c.start, c.end): c.furniture for c in chunks(d)}
+               for d in (fresh / "c", index(again, tmp_path / "again"))]
+    assert layouts[0] == layouts[1]
+    assert any(f for f in layouts[0].values())
+
+
 def test_an_unchanged_run_reads_no_site_and_a_new_detector_reads_all(
         make_tree: TreeMaker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = make_tree(site(4))
