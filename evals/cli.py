@@ -77,7 +77,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.html:
         from evals.report.html import write_html
 
-        html = forked.beside(lambda: write_html(built, args.html), "html report")
+        html = forked.beside(lambda: write_html(built, args.html,
+                                                views_home=_views_home(args, suite)),
+                             "html report")
     rpt.write_canonical(built, report_path)  # while the HTML is rendered in a child
     measures = GOLDEN_MEASURES if args.dataset is None else None
     print(summary_table(built, measures))
@@ -92,6 +94,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if expected:
         failures += _gate(built, expected)
     return _finish(failures)
+
+
+def _views_home(args: argparse.Namespace, suite: Any) -> Path | None:
+    """Where the stages' collections stay after the run, named by the HTML report's
+    ``grk open`` commands: a golden suite's kept home; ``None`` for a ``--fresh`` run (a
+    temporary home) and for the other suites."""
+    if args.fresh or args.dataset is not None or args.collection or args.questions:
+        return None
+    home: Path | None = getattr(suite, "home", None)
+    return home
 
 
 def _suite(args: argparse.Namespace, stack: ExitStack) -> tuple[Suite, list[registry.Stage],

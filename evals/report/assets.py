@@ -47,6 +47,9 @@ mark{background:var(--mark)}
 tr.rel1>td:first-child,tr.rel2>td:first-child{box-shadow:inset 3px 0 var(--good)}
 .verdict.verified{color:var(--good)}.verdict.drifted{color:#b26a00}
 .verdict.unresolvable{color:var(--bad)}.verdict.unchecked,.abstained{color:var(--muted)}
+.view{margin-left:4px;font-size:12px}.view button{font-size:11px;padding:0 4px}
+.view code{display:block;user-select:all;background:var(--soft);padding:2px 4px;
+word-break:break-all}.noview{color:var(--muted);font-size:12px}
 [hidden]{display:none!important}
 """
 
@@ -61,13 +64,41 @@ SCRIPT = """
   var items = Array.prototype.slice.call(document.querySelectorAll("details.question"));
   var segmentChars = {};
   function passage(index) {
-    // [doc_id, start, end, text, place]: a slice, in code points, of a stitched segment,
-    // and its [heading path, source label] (null when it has neither).
+    // [doc_id, start, end, text, place, chunk id]: a slice, in code points, of a
+    // stitched segment, its [heading path, source label] (null when it has neither) and
+    // the id of a chunk it was shown as.
     var p = data.passages[index], seg = data.segments[p[0]];
     if (!segmentChars[p[0]]) { segmentChars[p[0]] = Array.from(seg[2]); }
     var chars = segmentChars[p[0]].slice(p[1], p[1] + p[2]);
     return [seg[0], seg[1] + p[1], seg[1] + p[1] + p[2], chars.join(""),
-            p.length > 3 ? data.places[p[3]] : null];
+            p.length > 3 ? data.places[p[3]] : null, data.ids[index]];
+  }
+  function view(id, start, end) {
+    // The citation page's command: grk open opens it (a static file cannot serve it).
+    var words = ["grk open", id];
+    if (start !== undefined) { words.push("--start", String(start), "--end", String(end)); }
+    if (data.home) { words.push(data.home); }
+    var box = el("span", "view"), button = el("button", "", "view");
+    var command = el("code", "", words.join(" "));
+    button.type = "button";
+    command.hidden = true;
+    button.addEventListener("click", function () { command.hidden = !command.hidden; });
+    box.appendChild(button);
+    box.appendChild(command);
+    return box;
+  }
+  function holder(q, g) {
+    // A chunk id of a hit shown for q whose passage holds the gold span g whole.
+    for (var s = 0; s < q.stages.length; s++) {
+      var hits = q.stages[s][3];
+      for (var i = 0; i < hits.length; i++) {
+        var p = data.passages[hits[i][0]], seg = data.segments[p[0]];
+        var start = seg[1] + p[1];
+        if (seg[0] === g[0] && start <= g[1] && g[2] <= start + p[2] &&
+            data.ids[hits[i][0]]) { return data.ids[hits[i][0]]; }
+      }
+    }
+    return "";
   }
   function where(p) {
     // The document and span; beside them the source (pages, bytes), under them the headings.
@@ -76,6 +107,7 @@ SCRIPT = """
     if (p[4] && p[4][0].length) {
       cell.appendChild(el("div", "crumbs", p[4][0].join(" \\u203a ")));  // A › B › C
     }
+    if (p[5]) { cell.appendChild(view(p[5])); }
     return cell;
   }
   function el(tag, cls, content) {
@@ -157,6 +189,9 @@ SCRIPT = """
       var li = el("li");
       li.appendChild(el("span", "where", g[0] + " [" + g[1] + ", " + g[2] + ") "));
       li.appendChild(el("q", "", g[3]));
+      var id = holder(q, g);
+      li.appendChild(id ? view(id, g[1], g[2])
+                        : el("span", "noview", " (no view: no shown hit holds it whole)"));
       list.appendChild(li);
     });
     data.stages.forEach(function (name, i) { stageBlock(body, name, q.stages[i], q.gold); });

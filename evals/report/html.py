@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,9 @@ def _csp_hash(source: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def render(report: Report) -> str:
-    """The whole page as a string."""
+def render(report: Report, views_home: str | None = None) -> str:
+    """The whole page as a string; ``views_home`` is the home of the collections the
+    stages searched, named in each hit's ``grk open`` command (:func:`_drilldown`)."""
     policy = (
         f"default-src 'none'; style-src {_csp_hash(CSS)}; script-src {_csp_hash(SCRIPT)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
@@ -47,7 +49,7 @@ def render(report: Report) -> str:
             answers_section(report),
             mcp_section(report), agreement_section(report), twins_section(report),
             _breakdowns(report),
-            _drilldown(report),
+            _drilldown(report, views_home),
         ]
     )
     return (
@@ -60,11 +62,14 @@ def render(report: Report) -> str:
     )
 
 
-def write_html(report: Report, path: str | Path) -> Path:
-    """Render ``report`` to ``path`` (UTF-8); returns the path."""
+def write_html(report: Report, path: str | Path, *, views_home: str | Path | None = None
+               ) -> Path:
+    """Render ``report`` to ``path`` (UTF-8); returns the path. ``views_home``: where the
+    stages' collections are kept, for the drill-down's ``grk open`` commands."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(report), encoding="utf-8", newline="\n")
+    home = None if views_home is None else str(Path(views_home).resolve())
+    target.write_text(render(report, home), encoding="utf-8", newline="\n")
     return target
 
 
@@ -275,12 +280,17 @@ def _breakdowns(report: Report) -> str:
     return f"<section><h2>Breakdowns</h2>{''.join(tables)}</section>"
 
 
-def _drilldown(report: Report) -> str:
+def _drilldown(report: Report, views_home: str | None = None) -> str:
     """One line per question; each body is built by the page's script when it is opened.
 
     The bodies' data (gold spans, each stage's shown hits, and every passage once)
     is one JSON data block: a passage shown by eleven stages is stored once, not
     eleven times, so the page stays small at golden v2's size.
+
+    Each hit and each gold quote links to its citation page the only way a static file
+    can: the ``grk open`` command that serves it (the page is made, and its verdict
+    checked, when the command runs). A gold quote opens in the chunk of a shown hit
+    that holds it whole; one that no shown hit holds has no command.
     """
     kinds = sorted({q["kind"] for q in report["questions"]})
     options = "".join(f'<option value="{e(k)}">{e(k)}</option>' for k in kinds)
@@ -296,15 +306,29 @@ def _drilldown(report: Report) -> str:
         '<button id="expand-all" type="button">expand</button>'
         '<button id="collapse-all" type="button">collapse</button>'
         '<span id="filter-count"></span></div>'
+        f"{_views_note(views_home)}"
         f'<div id="questions">{items}</div></section>'
-        f'<script type="application/json" id="drilldown">{_drilldown_data(report)}</script>'
+        f'<script type="application/json" id="drilldown">{_drilldown_data(report, views_home)}'
+        "</script>"
     )
+
+
+def _views_note(views_home: str | None) -> str:
+    where = (f"the stages' collections are kept in <code>{e(views_home)}</code>, named by "
+             "each command's <code>--home</code>" if views_home is not None else
+             "add <code>--home DIR</code>, the home of the collections the stages searched "
+             "(this report does not record it; <code>make eval</code>'s is "
+             "<code>.cache/golden</code> in the checkout)")
+    return ('<p class="note" id="views-note">Each hit and gold quote has a <b>view</b>: the '
+            "<code>grk open</code> command that shows its citation page (the verdict "
+            "checked when it runs, the words highlighted in the file); "
+            f"{where}. A gold quote no shown hit holds whole has none.</p>")
 
 
 VERDICT_CODES = ("unchecked", "verified", "drifted", "unresolvable")
 
 
-def _drilldown_data(report: Report) -> str:
+def _drilldown_data(report: Report, views_home: str | None = None) -> str:
     """The bodies' data as compact JSON that cannot close its script element.
 
     Passages are stitched into *segments*: the overlapping chunks of one document
@@ -313,6 +337,8 @@ def _drilldown_data(report: Report) -> str:
     not agree where they overlap (snippets of external documents) keep their own.
     A passage under headings or from an extracted format has a fourth item: its
     *place*, the heading path and source label it shares with others (:func:`_places`).
+    ``ids`` holds a chunk id of each passage (the first shown; any of a passage's ids
+    opens the same span), ``home`` the ``--home`` words of the ``grk open`` commands.
     """
     stages = [s["name"] for s in report["stages"]]
     measures = list(report["measures"])
@@ -321,6 +347,8 @@ def _drilldown_data(report: Report) -> str:
         "stages": stages, "measures": measures, "verdicts": list(VERDICT_CODES),
         "segments": segments, "passages": passages,
         "places": _places(report["passages"], passages),
+        "ids": _passage_ids(report),
+        "home": "" if views_home is None else shlex.join(["--home", views_home]),
         "questions": [
             {"gold": [[g["doc_id"], g["start"], g["end"], g["quote"]] for g in q["gold"]],
              "traits": q["traits"], "domain": q["domain"], "split": q["split"],
@@ -330,6 +358,17 @@ def _drilldown_data(report: Report) -> str:
     }
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _passage_ids(report: Report) -> list[str]:
+    """The chunk id of each passage: the first hit shown with it ("" for none)."""
+    ids = [""] * len(report["passages"])
+    for q in report["questions"]:
+        for entry in q["stages"].values():
+            for h in entry["hits"]:
+                if not ids[h["passage"]]:
+                    ids[h["passage"]] = h["chunk_id"]
+    return ids
 
 
 def _segments(rows: Sequence[Mapping[str, Any]]) -> tuple[list[list[Any]], list[list[int]]]:
