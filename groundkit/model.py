@@ -232,6 +232,12 @@ class Chunk:
     sections: tuple[tuple[int, tuple[str, ...]], ...] = ()
     """Where a heading inside the chunk starts a new section: ``(offset in text, heading
     path from there on)``, so a sentence past it is placed under its own section."""
+    tables: tuple[tuple[int, int, int, str], ...] = ()
+    """The part of each table the chunk holds, ``(start, end, header_end, header)`` in
+    offsets of :attr:`text`: its lines are rows, those before ``header_end`` header rows,
+    and ``header`` is the table's header text wherever it is (``""``: none), so a row is
+    read with its column names though the header lies in an earlier chunk
+    (:mod:`groundkit.extract.tables`)."""
 
     def __post_init__(self, document: str | None) -> None:
         if not 0 <= self.start < self.end:
@@ -254,6 +260,8 @@ class Chunk:
         split_chunk_id(self.chunk_id)
         if any(not 0 <= a < b <= len(self.text) for a, b, _ in self.furniture):
             raise InvalidSpanError(f"a furniture run of {self.chunk_id} is outside its text")
+        if any(not 0 <= a <= h <= b <= len(self.text) for a, b, h, _ in self.tables):
+            raise InvalidSpanError(f"a table of {self.chunk_id} is outside its text")
         if document is not None:
             if self.end > len(document):
                 raise InvalidSpanError(

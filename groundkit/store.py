@@ -81,8 +81,9 @@ _ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 """Columns later schemas added: version 2 documents in other formats, version 3 a document's
 standing (``NULL``: not recorded yet; ``''``: current; else the evidence it is superseded),
-version 4 a chunk's layout (its furniture runs and the sections that start inside it; ``NULL``:
-none, or not recorded by an older version)."""
+version 4 a chunk's layout (its furniture runs, the sections that start inside it and, added
+in the same JSON without a new version, the tables it holds; ``NULL``: none, or not recorded
+by an older version)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,17 +195,21 @@ def _row_to_chunk(row: Sequence[Any]) -> Chunk:
 def _layout(data: dict[str, Any]) -> dict[str, Any]:
     """A chunk's ``layout`` column as :class:`Chunk` fields."""
     return {"furniture": tuple((int(a), int(b), str(k)) for a, b, k in data.get("furniture", ())),
-            "sections": tuple((int(o), tuple(p)) for o, p in data.get("sections", ()))}
+            "sections": tuple((int(o), tuple(p)) for o, p in data.get("sections", ())),
+            "tables": tuple((int(a), int(b), int(h), str(t)) for a, b, h, t in
+                            data.get("tables", ()))}
 
 
 def _layout_json(c: Chunk) -> str | None:
-    if not c.furniture and not c.sections:
+    if not c.furniture and not c.sections and not c.tables:
         return None
     data: dict[str, Any] = {}
     if c.furniture:
         data["furniture"] = [list(f) for f in c.furniture]
     if c.sections:
         data["sections"] = [[o, list(p)] for o, p in c.sections]
+    if c.tables:
+        data["tables"] = [list(t) for t in c.tables]
     return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 

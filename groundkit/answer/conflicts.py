@@ -103,7 +103,7 @@ def detect(question: str, cited: Sequence[Citation], passages: Sequence[Passage]
     nearby = [_span(c, analyzer) for c in near[len(cited):]]
     spans += [s for s in nearby if len(s.context & asked) >= max(2, NEAR * len(asked))]
     others = [_span(p.cite(u.start, u.end), analyzer) for p in passages if p.verified
-              for u in units(p.text, p.chunk.furniture) if u.kind in QUOTABLE]
+              for u in units(p.text, p.chunk.furniture, p.chunk.tables) if u.kind in QUOTABLE]
     found: list[Conflict] = []
     seen: set[frozenset[tuple[str, int, int]]] = set()
     for mine in spans:

@@ -203,7 +203,8 @@ def _score(question: str, passages: Sequence[Passage], index: BM25Index,
     asked = question if choice.question_words else _content(question)
     query = {index.term_id(t) for t in index.analyzer.analyze(asked)} - {-1}
     found = [(p, u, terms) for p in passages
-             for u, terms in _analysed(index, p.text, p.chunk.furniture, choice.header_context)]
+             for u, terms in _analysed(index, p.text, p.chunk.furniture, choice.header_context,
+                                       p.chunk.tables)]
     quotable = [f for f in found if f[1].kind in QUOTABLE]
     if not quotable:
         return []
@@ -250,14 +251,18 @@ def _content(question: str) -> str:
 
 
 def _scored_text(text: str, unit: Unit, header: bool) -> str:
-    """What a unit is scored as: its text, after its header row when it has one."""
+    """What a unit is scored as: its text, after its header row when it has one (in the
+    passage, or an earlier chunk's: its text)."""
     own = text[unit.start:unit.end]
-    return f"{text[unit.context[0]:unit.context[1]]}\n{own}" if header and unit.context else own
+    if header and unit.context:
+        return f"{text[unit.context[0]:unit.context[1]]}\n{own}"
+    return f"{unit.header}\n{own}" if header and unit.header else own
 
 
 Analysed = tuple[tuple[Unit, tuple[int, ...]], ...]
 Furniture = tuple[tuple[int, int, str], ...]
-_ANALYSED: WeakKeyDictionary[BM25Index, dict[tuple[str, Furniture, bool], Analysed]] = (
+Tables = tuple[tuple[int, int, int, str], ...]
+_ANALYSED: WeakKeyDictionary[BM25Index, dict[tuple[str, Furniture, bool, Tables], Analysed]] = (
     WeakKeyDictionary())
 """Each open index's analysed passages. Held weakly by the index, so an index closed or
 replaced by a newer generation (a long-running ``grk serve``) is freed with its mapped
@@ -266,18 +271,19 @@ ANALYSED_MAX = 4096
 """Passages one index's cache holds before it starts again."""
 
 
-def _analysed(index: BM25Index, text: str, furniture: Furniture, header: bool) -> Analysed:
+def _analysed(index: BM25Index, text: str, furniture: Furniture, header: bool,
+              tables: Tables = ()) -> Analysed:
     """A passage's units (none holding furniture) with their term ids, a row's with its
     header's too (cached per index: passages recur across questions)."""
     cache = _ANALYSED.setdefault(index, {})
-    found = cache.get((text, furniture, header))
+    found = cache.get((text, furniture, header, tables))
     if found is None:
         analyze = index.analyzer.analyze
         found = tuple((u, tuple(index.term_id(t) for t in analyze(_scored_text(text, u, header))))
-                      for u in units(text, furniture))
+                      for u in units(text, furniture, tables))
         if len(cache) >= ANALYSED_MAX:
             cache.clear()
-        cache[(text, furniture, header)] = found
+        cache[(text, furniture, header, tables)] = found
     return found
 
 

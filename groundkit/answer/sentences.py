@@ -23,6 +23,10 @@ line of a fenced code block; its ``(start, end)`` index the passage's own text, 
   column names it needs. An extracted table (a paragraph of lines with the same number
   of `` | `` cell separators, as HTML, DOCX and ODT views write a table) is read the
   same way, its first line the header.
+* A table its extractor marked (a chunk's ``tables``, :mod:`groundkit.extract.tables`)
+  is read from the mark instead: each line a row, the marked header rows ``header``
+  units (an unmarked first row is a row), and a row whose header lies in an earlier
+  chunk carries the header's text as ``header``.
 """
 
 from __future__ import annotations
@@ -60,18 +64,45 @@ class Unit:
     kind: str
     context: tuple[int, int] | None = None
     """A table row's header row ``(start, end)`` in the same text, if the text has it."""
+    header: str = ""
+    """A marked table row's header text when the header is not in the same text."""
 
 
-def units(text: str, furniture: Sequence[tuple[int, int, str]] = ()) -> list[Unit]:
+def units(text: str, furniture: Sequence[tuple[int, int, str]] = (),
+          tables: Sequence[tuple[int, int, int, str]] = ()) -> list[Unit]:
     """Every quotable unit of ``text``, in order (see the module docstring).
 
     ``furniture`` lists runs of ``text`` that are page furniture (``(start, end, kind)``,
     sorted): no unit holds any of it. A unit a run cuts through (a running header glued
     in front of a sentence, a footer inside one that crosses a page) keeps the pieces on
-    either side that still hold a word; a unit wholly inside a run is gone.
+    either side that still hold a word; a unit wholly inside a run is gone. ``tables``
+    are the marked tables of ``text`` (``(start, end, header_end, header)``, sorted).
     """
     found = list(_tables(u for u in _blocks(text) if u.end > u.start))
+    if tables:
+        found = _marked(text, found, tables)
     return [piece for u in found for piece in _outside(text, u, furniture)] if furniture else found
+
+
+def _marked(text: str, found: list[Unit], tables: Sequence[tuple[int, int, int, str]]
+            ) -> list[Unit]:
+    """``found`` outside the marked tables, and each marked table's rows."""
+    runs = [(a, b, "table") for a, b, _, _ in tables]
+    kept = [piece for u in found for piece in _outside(text, u, runs)]
+    for start, end, header_end, header in tables:
+        context = (start, header_end) if header_end > start else None
+        at = start
+        while at < end:
+            stop = text.find("\n", at, end)
+            stop = end if stop < 0 else stop
+            row = _trimmed(text, at, stop, "header" if stop <= header_end else "row")
+            if row.end > row.start and row.kind == "header":
+                kept.append(row)
+            elif row.end > row.start:
+                kept.append(Unit(row.start, row.end, "row", context,
+                                 "" if context else header))
+            at = stop + 1
+    return sorted(kept, key=lambda u: u.start)
 
 
 def _outside(text: str, unit: Unit, furniture: Sequence[tuple[int, int, str]]
@@ -91,7 +122,7 @@ def _outside(text: str, unit: Unit, furniture: Sequence[tuple[int, int, str]]
 def _worded(text: str, start: int, end: int, unit: Unit) -> Iterator[Unit]:
     piece = _trimmed(text, start, end, unit.kind)
     if any(ch.isalnum() for ch in text[piece.start:piece.end]):
-        yield Unit(piece.start, piece.end, piece.kind, unit.context)
+        yield Unit(piece.start, piece.end, piece.kind, unit.context, unit.header)
 
 
 def _tables(found: Iterator[Unit]) -> Iterator[Unit]:

@@ -252,6 +252,7 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig,
     rows = [(a, b) for table in view.tables for a, b, _ in table_rows(text, table)
             ] if view and view.segments else []
     windows = list(spans(text, config, outline, rows))
+    table_ends = [b for _, b, _ in view.tables] if rows and view else []
     paths = (view.heading_paths(start for start, _ in windows) if view and view.headings
              else repeat(()))
     key = document.view_key
@@ -283,6 +284,22 @@ def make_chunks(collection: str, document: Document, config: ChunkerConfig,
                 headings=headings,
                 furniture=view.furniture_in(start, end) if view else (),
                 sections=view.sections_in(start, end) if view and view.headings else (),
+                tables=_tables_in(view, table_ends, start, end) if view and table_ends else (),
             )
         )
     return chunks
+
+
+def _tables_in(view: TextView, ends: list[int], start: int, end: int
+               ) -> tuple[tuple[int, int, int, str], ...]:
+    """The tables of ``view`` (whose ends are ``ends``) overlapping ``[start, end)``, cut
+    to it and made relative to ``start``, each with its whole header's text
+    (:attr:`Chunk.tables`)."""
+    found = []
+    for a, b, header_end in view.tables[bisect.bisect_right(ends, start):]:
+        if a >= end:
+            break
+        lo, hi = max(a, start), min(b, end)
+        found.append((lo - start, hi - start, min(max(header_end, lo), hi) - start,
+                      view.text[a:header_end]))
+    return tuple(found)
