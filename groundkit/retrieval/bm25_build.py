@@ -152,8 +152,12 @@ def variant_scores(p: Postings, params: BM25Params, dl: npt.NDArray[Any], n_docs
     return scores
 
 
-def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The index arrays for ``p`` under ``params``, and its scalar statistics."""
+def score_postings(p: Postings, params: BM25Params, *, blocks: bool = True,
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The index arrays for ``p`` under ``params``, and its scalar statistics.
+
+    ``blocks=False`` leaves out the block maxima and score columns (the same answers,
+    more slowly): for a small segment that is always scored exhaustively (ADR-0025)."""
     indptr, docs, tfs, doc_lengths = p.indptr, p.docs, p.tfs, p.doc_lengths
     df = np.diff(indptr)
     nonempty = int(np.count_nonzero(doc_lengths))
@@ -171,7 +175,7 @@ def score_postings(p: Postings, params: BM25Params) -> tuple[dict[str, Any], dic
     }
     arrays.update(impact_prefixes(indptr, docs, scores))
     negative = bool(len(scores) and scores.min() < 0)
-    for derived in (bm25_blocks.block_maxima, bm25_blocks.score_columns):
+    for derived in (bm25_blocks.block_maxima, bm25_blocks.score_columns) if blocks else ():
         arrays.update(derived(indptr, docs, scores, len(doc_lengths), negative=negative))
     stats = {"n_docs_nonempty": nonempty, "avgdl": avgdl, "negative_scores": negative,
              "score_unit": sliced_score_unit(scores), "block_shift": bm25_blocks.BLOCK_SHIFT}

@@ -15,18 +15,42 @@ tiered policy over *adjacent* segments, because document order is the tie order)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import UsageError
+from ..text.analysis import Analyzer
 from .bm25 import BM25Index
-from .bm25_build import Builder, Postings, vocabulary
-from .bm25_segments import Tombstones
+from .bm25_build import Builder, Postings, score_postings, vocabulary
+from .bm25_params import BM25Params
 
 IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tombstones:
+    """The deleted documents of one segment and the document frequencies they take away."""
+
+    docs: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Deleted local document numbers, ascending, distinct."""
+    terms: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Term ids of the segment whose document frequency drops, ascending, distinct."""
+    counts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    """By how much each drops (how many deleted documents hold it)."""
+
+    def __post_init__(self) -> None:
+        for name in ("docs", "terms"):
+            a = getattr(self, name)
+            if a.ndim != 1 or (len(a) > 1 and np.any(np.diff(a) <= 0)):
+                raise UsageError(f"tombstone {name} must be ascending and distinct")
+        if self.counts.shape != self.terms.shape or np.any(self.counts <= 0):
+            raise UsageError("tombstone counts must be positive, one per term")
+
+    def __len__(self) -> int:
+        return len(self.docs)
 
 
 def tombstones(index: BM25Index, docs: Sequence[int] | IntArray,
@@ -85,9 +109,11 @@ def _terms_from_postings(index: BM25Index, docs: IntArray) -> tuple[IntArray, In
     return terms.astype(np.int64), counts.astype(np.int64)
 
 
-def merged(segments: Sequence[tuple[BM25Index, Tombstones]]) -> BM25Index:
+def merged(segments: Sequence[tuple[BM25Index, Tombstones]], *,
+           blocks: bool = True) -> BM25Index:
     """One index over the live documents of ``segments``, in order (their analyzer and
-    parameters): equal, array for array, to a full build over those documents' texts."""
+    parameters): equal, array for array, to a full build over those documents' texts
+    (``blocks=False``: without block maxima and score columns, as :func:`scored`)."""
     if not segments:
         raise UsageError("nothing to merge")
     first = segments[0][0]
@@ -122,7 +148,16 @@ def merged(segments: Sequence[tuple[BM25Index, Tombstones]]) -> BM25Index:
     docs = np.concatenate(docs_of)[sort].astype(np.int32)
     tfs = np.concatenate(tfs_of)[sort]
     postings = Postings(vocab, indptr, docs, tfs, np.concatenate(lengths))
-    return BM25Index._scored(postings, first.analyzer, first.params)
+    return scored(postings, first.analyzer, first.params, blocks=blocks)
+
+
+def scored(postings: Postings, analyzer: Analyzer, params: BM25Params, *,
+           blocks: bool = True) -> BM25Index:
+    """The index of ``postings``; ``blocks=False`` for a small segment, always scored
+    exhaustively (:mod:`.bm25_segments`): no block maxima or score columns to compute."""
+    arrays, stats = score_postings(postings, params, blocks=blocks)
+    return BM25Index(analyzer=analyzer, params=params, arrays=arrays,
+                     terms_blob=postings.vocabulary.blob, stats=stats)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,8 +37,9 @@ from .. import faults
 from ..errors import GroundkitError, IndexMismatchError, UsageError
 from ..text.analysis import Analyzer
 from .bm25 import BM25Index
-from .bm25_merge import TieredPolicy, merged, tombstones
-from .bm25_segments import SegmentedBM25, Tombstones
+from .bm25_build import Builder
+from .bm25_merge import TieredPolicy, Tombstones, merged, scored, tombstones
+from .bm25_segments import SMALL_DOCS, SegmentedBM25
 
 MANIFEST = "segments.json"
 FORMAT = "groundkit-bm25-segments/1"
@@ -74,17 +75,24 @@ def open_segmented(root: Path, *, analyzer: Analyzer | None = None) -> Segmented
 
 
 def update(root: Path, deleted: Sequence[int], added_texts: Sequence[str], *,
-           deleted_texts: Sequence[str] | None = None) -> SegmentedBM25:
+           deleted_texts: Sequence[str] | None = None,
+           current: SegmentedBM25 | None = None) -> SegmentedBM25:
     """Publish the next generation: the documents at positions ``deleted`` tombstoned
     (``deleted_texts``: their texts, when known, saves a pass over the postings) and
-    ``added_texts`` appended as a new segment. Returns the new generation."""
+    ``added_texts`` appended as a new segment. Returns the new generation.
+
+    ``current``: the generation now published, already open (a writer's last result):
+    its segments are reused instead of opened again, when its version is the manifest's.
+    """
     manifest = read_manifest(root)
-    current = _open(root, manifest, None)
+    if current is None or current.version != manifest["version"]:
+        current = _open(root, manifest, None)
     version = int(manifest["version"]) + 1
     entries = [dict(e) for e in manifest["segments"]]
     positions = np.asarray(deleted, dtype=np.int64)
     if len(positions) and (positions.min() < 0 or positions.max() >= current.n_docs):
         raise UsageError(f"deleted positions must lie in 0..{current.n_docs - 1}")
+    pairs = list(zip(current.segments, current.tombstones, strict=True))
     owner = np.searchsorted(current.offsets, positions, side="right") - 1
     for i in np.unique(owner).tolist():
         mine = np.flatnonzero(owner == i)
@@ -92,14 +100,20 @@ def update(root: Path, deleted: Sequence[int], added_texts: Sequence[str], *,
         texts = None if deleted_texts is None else [deleted_texts[j] for j in mine.tolist()]
         dead = tombstones(current.segments[i], local, texts, current.tombstones[i])
         entries[i]["deleted"] = _write_tombstones(root, entries[i]["name"], version, dead)
+        pairs[i] = (pairs[i][0], dead)
     next_segment = int(manifest["next_segment"])
     if added_texts:
-        fresh = BM25Index.build(added_texts, current.analyzer, current.params)
+        builder = Builder(current.analyzer)
+        for text in added_texts:
+            builder.add(text)
+        fresh = scored(builder.finish(), current.analyzer, current.params,
+                       blocks=len(added_texts) > SMALL_DOCS)
         entries.append({"name": _write_segment(root, fresh, next_segment), "deleted": None})
+        pairs.append((fresh, Tombstones()))
         next_segment += 1
     _publish(root, {"version": version, "next_segment": next_segment, "segments": entries})
     clean(root)
-    return open_segmented(root)
+    return SegmentedBM25(pairs, version=version)
 
 
 def merge(root: Path, policy: TieredPolicy | None = None) -> bool:
@@ -121,7 +135,8 @@ def merge(root: Path, policy: TieredPolicy | None = None) -> bool:
         if not entries:
             return False  # keep one (empty) segment: an index has at least one
     else:
-        name = _write_segment(root, merged(pairs), next_segment)
+        live = sum(s.n_docs - len(d) for s, d in pairs)
+        name = _write_segment(root, merged(pairs, blocks=live > SMALL_DOCS), next_segment)
         entries[lo:hi] = [{"name": name, "deleted": None}]
         next_segment += 1
     _publish(root, {"version": int(manifest["version"]) + 1, "next_segment": next_segment,
@@ -172,7 +187,7 @@ def _open(root: Path, manifest: dict[str, Any], analyzer: Analyzer | None) -> Se
                                analyzer=analyzer)
         pairs.append((index, _read_tombstones(root, entry.get("deleted"))))
     try:
-        return SegmentedBM25(pairs)
+        return SegmentedBM25(pairs, version=int(manifest["version"]))
     except GroundkitError as exc:
         raise IndexMismatchError(f"segmented BM25 index at {root}: {exc}") from exc
 

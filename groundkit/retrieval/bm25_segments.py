@@ -3,26 +3,30 @@
 An update that rewrites the whole index costs time that grows with the collection
 (12.6 s for one edited file at 10^6 passages, docs/scale.md). Here a generation is a list
 of segments, each an ordinary :class:`~.bm25.BM25Index` written once and never changed,
-and per segment the *tombstones*: which of its documents are deleted, and by how much
-each term's document frequency drops with them. An edit writes a small segment for the
-new chunks and tombstones for the ones they replace; :mod:`.bm25_merge` folds segments
-together later (ADR-0025).
+and per segment its :class:`~.bm25_merge.Tombstones`: which of its documents are
+deleted, and by how much each term's document frequency drops with them. An edit writes
+a small segment for the new chunks and tombstones for the ones they replace;
+:mod:`.bm25_merge` folds segments together later (ADR-0025).
 
 **Exact scores.** BM25 depends on collection-wide statistics: the number of non-empty
 documents, their average length and each term's document frequency. A segment's stored
 scores were computed with its own statistics, so they are not the generation's. A query
 here scores with the generation's statistics (summed over the segments, the tombstoned
 documents taken out), so hits and scores are those of a full build over the live
-documents in segment order, bit for bit (``tests/retrieval/test_bm25_segments.py``):
+documents in segment order, bit for bit (``tests/retrieval/test_bm25_segments.py``).
+What a query reads, its *parts*:
 
-* a segment whose query postings are few is scored exhaustively, every posting rescored
-  from its tf and document length (:func:`~.bm25_build.posting_scores`, the build's own
-  element-wise arithmetic);
-* a larger one asks its own pruned kernel for its best ``k'`` documents by *stored*
-  scores, rescores those exactly, and stops once a proven bound shows no other document
-  can reach the k-th exact total (:func:`upper_bound`); else ``k'`` grows, and at worst
-  the segment is scored exhaustively. The bound is Lucene's formula's (the default
-  method); other methods are scored exhaustively.
+* the **tail**: every segment of at most :data:`SMALL_DOCS` documents, merged in memory
+  when the generation is opened (tombstoned documents dropped), so that many small
+  segments cost a query one pass, not one each; scored exhaustively, every posting
+  rescored from its tf and document length with the build's own float32 arithmetic;
+* each **large** segment: its own pruned kernel gives its best ``k'`` documents by
+  *stored* scores. Where the segment's statistics give the query terms the generation's
+  weights and the same average length, the stored scores are the exact ones (no
+  rescoring); otherwise the candidates are rescored exactly and a proven bound
+  (:meth:`SegmentedBM25.bound`) must show that no other document reaches the k-th exact
+  total, else ``k'`` grows (at worst, the segment is scored exhaustively). The bound is
+  Lucene's formula's (the default method); other methods are scored exhaustively.
 
 Documents are numbered by position in the concatenation of the segments, tombstoned
 ones included (a position is stable for the life of the generation); ties go to the
@@ -32,7 +36,6 @@ lower position, as in a full build over the documents in that order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,45 +46,34 @@ from ..text.analysis import check_query
 from . import scoring
 from .bm25 import BM25Index
 from .bm25_build import posting_scores
+from .bm25_merge import Tombstones, merged
 
 IntArray = npt.NDArray[np.int64]
+F32Array = npt.NDArray[np.float32]
 F64Array = npt.NDArray[np.float64]
 Hits = list[tuple[int, float]]
+Found = list[tuple[float, int]]
+"""(-total, position) pairs: sorting them puts the best first, ties to the lower position."""
+Spec = list[tuple[int, int, int, float]]
+"""A query for one part: (term id there, count in the query, global df, global weight)."""
 
-EXHAUSTIVE_POSTINGS = 20_000
-"""A segment whose query terms hold at most this many postings is scored exhaustively;
-above, through its own pruned kernel and the bound (``bench/bench_segments.py``)."""
+SMALL_DOCS = 1024
+"""Segments of at most this many documents go to the tail (module docstring)."""
+EXHAUSTIVE_POSTINGS = 512
+"""A part whose stored scores are not exact and whose query terms hold at most this many
+postings is scored exhaustively; above, through its own pruned kernel and the bound
+(measured at 10^4 passages: 512 against 0 and 4,096, ADR-0025)."""
+DENSE_TOTALS = 8192
+"""An exhaustive pass over a part of at most this many documents sums into a table of
+every document (``np.bincount``); above, over the touched documents only."""
 ROUNDING = 2.0**-21
 """Bound on a float32 Lucene score's rounding error, as a share of its term's weight (the
 four float32 steps of ``w - w / (1 + tf * normInverse)`` err by at most ``2^-22 w``)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tombstones:
-    """The deleted documents of one segment and the document frequencies they take away."""
-
-    docs: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    """Deleted local document numbers, ascending, distinct."""
-    terms: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    """Term ids of the segment whose document frequency drops, ascending, distinct."""
-    counts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    """By how much each drops (how many deleted documents hold it)."""
-
-    def __post_init__(self) -> None:
-        for name in ("docs", "terms"):
-            a = getattr(self, name)
-            if a.ndim != 1 or (len(a) > 1 and np.any(np.diff(a) <= 0)):
-                raise UsageError(f"tombstone {name} must be ascending and distinct")
-        if self.counts.shape != self.terms.shape or np.any(self.counts <= 0):
-            raise UsageError("tombstone counts must be positive, one per term")
-
-    def __len__(self) -> int:
-        return len(self.docs)
-
-
 class Stats:
-    """A generation's collection statistics: live non-empty documents, their average
-    length, each term's document frequency (summed over segments, tombstones taken out)."""
+    """A generation's collection statistics: live non-empty documents and their average
+    length (a term's document frequency is summed per query)."""
 
     __slots__ = ("avgdl", "n_docs")
 
@@ -95,10 +87,59 @@ class Stats:
         self.avgdl = float(total) / nonempty if nonempty else 0.0  # as score_postings does
 
 
+class Part:
+    """What a query reads: a large segment with its tombstones, or the tail."""
+
+    __slots__ = ("_ni", "_norms", "dropped", "index", "live", "n_dead", "offset", "positions")
+
+    def __init__(self, index: BM25Index, *, dead: Tombstones, offset: int,
+                 positions: IntArray | None = None) -> None:
+        self.index, self.offset, self.positions = index, offset, positions
+        self.n_dead = len(dead)
+        self.live: npt.NDArray[np.bool_] | None = None
+        """Which documents are live; ``None``: all."""
+        if len(dead):
+            self.live = np.ones(index.n_docs, dtype=bool)
+            self.live[dead.docs] = False
+        self.dropped: dict[int, int] = dict(zip(dead.terms.tolist(), dead.counts.tolist(),
+                                                strict=True))
+        self._norms: npt.NDArray[np.int32] | None = None
+        self._ni: F32Array | None = None
+
+    def position(self, local: npt.NDArray[Any]) -> IntArray:
+        """Generation positions of local documents."""
+        if self.positions is None:
+            return local.astype(np.int64) + self.offset
+        out: IntArray = self.positions[local]
+        return out
+
+    def df(self, tid: int) -> int:
+        if tid < 0:
+            return 0
+        return int(self.index.document_frequency(tid)) - self.dropped.get(tid, 0)
+
+    def norms(self, lucene_norms: bool) -> npt.NDArray[np.int32]:
+        """Document lengths as scoring uses them (Lucene's byte, if on)."""
+        if self._norms is None:
+            lengths = np.asarray(self.index.doc_lengths)
+            quantised = scoring.length_lucene_byte(lengths) if lucene_norms else lengths
+            self._norms = quantised.astype(np.int32)
+        return self._norms
+
+    def norm_inverse(self, stats: Stats) -> F32Array:
+        """Lucene's normInverse of every document with the generation's average length."""
+        if self._ni is None:
+            p = self.index.params
+            self._ni = scoring.norm_inverse_lucene(self.norms(p.lucene_norms), stats.avgdl,
+                                                   p.k1, p.b)
+        return self._ni
+
+
 class SegmentedBM25:
     """Search over segments with the generation's statistics (module docstring)."""
 
-    def __init__(self, segments: Sequence[tuple[BM25Index, Tombstones]]) -> None:
+    def __init__(self, segments: Sequence[tuple[BM25Index, Tombstones]], *,
+                 version: int = 0) -> None:
         if not segments:
             raise UsageError("a segmented index needs at least one segment")
         first = segments[0][0]
@@ -108,6 +149,8 @@ class SegmentedBM25:
             if len(dead.docs) and dead.docs[-1] >= index.n_docs:
                 raise UsageError(f"a tombstone names document {int(dead.docs[-1])} of a "
                                  f"segment of {index.n_docs}")
+        self.version = version
+        """The manifest version it was opened from (:mod:`.bm25_segment_store`)."""
         self.segments = [index for index, _ in segments]
         self.tombstones = [dead for _, dead in segments]
         self.analyzer, self.params = first.analyzer, first.params
@@ -115,12 +158,24 @@ class SegmentedBM25:
         self.n_docs = int(self.offsets[-1])
         """Positions, tombstoned documents included."""
         self.stats = Stats(segments)
-        self._live = [_live_mask(s.n_docs, d.docs) for s, d in segments]
-        self._dropped: list[dict[int, int]] = [dict(zip(d.terms.tolist(), d.counts.tolist(), strict=True))
-                         for d in self.tombstones]
-        self._norms: list[npt.NDArray[np.int32] | None] = [None] * len(self.segments)
-        self._bounded = (self.params.method == "lucene"
-                         and not any(s._kernels.negative for s in self.segments))
+        self._lucene = (self.params.method == "lucene"
+                        and not any(s._kernels.negative for s in self.segments))
+        self.parts = self._parts(segments)
+
+    def _parts(self, segments: Sequence[tuple[BM25Index, Tombstones]]) -> list[Part]:
+        parts, small = [], []
+        for (index, dead), offset in zip(segments, self.offsets.tolist(), strict=False):
+            if index.n_docs <= SMALL_DOCS and len(segments) > 1:
+                small.append((index, dead, offset))
+            else:
+                parts.append(Part(index, dead=dead, offset=offset))
+        if small:
+            tail = merged([(index, dead) for index, dead, _ in small], blocks=False)
+            positions = np.concatenate([
+                np.setdiff1d(np.arange(index.n_docs), dead.docs) + offset
+                for index, dead, offset in small])
+            parts.append(Part(tail, dead=Tombstones(), offset=0, positions=positions))
+        return parts
 
     @property
     def n_live(self) -> int:
@@ -128,18 +183,13 @@ class SegmentedBM25:
 
     def live_positions(self) -> IntArray:
         """Positions of the live documents, ascending (a full build's document order)."""
-        return np.concatenate([np.flatnonzero(live) + off
-                               for live, off in zip(self._live, self.offsets.tolist(),
-                                                    strict=False)])
+        return np.concatenate([np.setdiff1d(np.arange(s.n_docs), d.docs) + off
+                               for s, d, off in zip(self.segments, self.tombstones,
+                                                    self.offsets.tolist(), strict=False)])
 
     def document_frequency(self, term: str) -> int:
         """How many live documents hold ``term``."""
-        return sum(self._segment_df(i, s.term_id(term)) for i, s in enumerate(self.segments))
-
-    def _segment_df(self, i: int, tid: int) -> int:
-        if tid < 0:
-            return 0
-        return int(self.segments[i].document_frequency(tid)) - self._dropped[i].get(tid, 0)
+        return sum(p.df(p.index.term_id(term)) for p in self.parts)
 
     # -- searching --------------------------------------------------------------------
 
@@ -157,134 +207,162 @@ class SegmentedBM25:
         counts: dict[str, int] = {}
         for term in terms:
             counts[term] = counts.get(term, 0) + 1
-        ids = [[s.term_id(t) for t in counts] for s in self.segments]
-        df = [sum(self._segment_df(i, ids[i][j]) for i in range(len(self.segments)))
-              for j in range(len(counts))]
+        ids = [[p.index.term_id(t) for t in counts] for p in self.parts]
+        df = [sum(p.df(ids[i][j]) for i, p in enumerate(self.parts)) for j in range(len(counts))]
         query = [(j, c, d) for j, (c, d) in enumerate(zip(counts.values(), df, strict=True))
                  if d > 0]
         if not query:
             return []
-        found: list[tuple[float, int]] = []  # (-score, position)
-        large = []
-        for i, segment in enumerate(self.segments):
-            spec = [(ids[i][j], c, d) for j, c, d in query if ids[i][j] >= 0]
+        weights = self.weights([d for _, _, d in query])
+        found: Found = []
+        large: list[tuple[Part, Spec, F32Array | None]] = []
+        for i, part in enumerate(self.parts):
+            spec = [(ids[i][j], c, d, w) for (j, c, d), w in zip(query, weights, strict=True)
+                    if ids[i][j] >= 0]
             if not spec:
                 continue
-            postings = sum(segment.document_frequency(tid) for tid, _, _ in spec)
-            if not self._bounded or postings <= EXHAUSTIVE_POSTINGS:
-                found += self._exhaustive(i, spec)
+            if not self._lucene:
+                found += self._exhaustive(part, spec)
+                continue
+            own = self.own_weights(part, spec)
+            if np.array_equal(own, [w for *_, w in spec]) and np.float32(part.index.avgdl) \
+                    == np.float32(self.stats.avgdl):  # stored scores exact: its kernel answers
+                large.append((part, spec, None))
+            elif sum(part.index.document_frequency(t) for t, *_ in spec) > EXHAUSTIVE_POSTINGS:
+                large.append((part, spec, own))
             else:
-                large.append((i, spec))
+                found += self._exhaustive(part, spec)
         found = sorted(found)[:top_k]
-        for i, spec in large:
-            found = sorted(found + self._pruned(i, spec, top_k, found))[:top_k]
+        for part, spec, stored_weights in large:
+            found = sorted(found + self._pruned(part, spec, stored_weights, top_k, found))[:top_k]
         hits = [(position, -negated) for negated, position in found]
         if score_threshold is not None:
             hits = [h for h in hits if h[1] >= score_threshold]
         return hits
 
-    def _exhaustive(self, i: int, spec: list[tuple[int, int, int]]) -> list[tuple[float, int]]:
-        """Every live document of segment ``i`` holding a query term, with its exact total."""
-        segment, ptr = self.segments[i], self.segments[i].indptr
-        docs = [segment.docs[ptr[tid] : ptr[tid + 1]] for tid, _, _ in spec]
-        every = np.concatenate(docs)
-        touched = np.unique(every)
-        totals = self._totals(i, spec, touched, docs)
-        live = self._live[i][touched]
-        offset = int(self.offsets[i])
-        return list(zip((-totals[live]).tolist(), (touched[live] + offset).tolist(),
-                        strict=True))
+    def weights(self, dfs: Sequence[int]) -> list[float]:
+        """Lucene's float32 weight (idf) of terms of these global document frequencies,
+        computed as the build computes them (one float64 array, then float32)."""
+        if not self._lucene:
+            return [0.0] * len(dfs)  # unused: other methods score through posting_scores
+        idf = scoring.idf_lucene(np.asarray(dfs, dtype=np.float64), self.stats.n_docs)
+        return np.asarray(idf, dtype=np.float32).tolist()  # type: ignore[no-any-return]
 
-    def _pruned(self, i: int, spec: list[tuple[int, int, int]], k: int,
-                found: list[tuple[float, int]]) -> list[tuple[float, int]]:
-        """Segment ``i``'s part of the top ``k``: its kernel's best ``k'`` by stored score,
-        rescored exactly, ``k'`` grown until :func:`upper_bound` rules out the rest."""
-        segment = self.segments[i]
-        stored = {tid: c for tid, c, _ in spec}
-        want = 2 * k + 16
-        while want < segment.n_docs // 4:
-            top = segment._kernels.top_k(stored, want)
-            touched = np.sort(np.fromiter((d for d, _ in top), dtype=np.int64, count=len(top)))
-            totals = self._totals(i, spec, touched, None)
-            live = self._live[i][touched]
-            offset = int(self.offsets[i])
-            mine = list(zip((-totals[live]).tolist(), (touched[live] + offset).tolist(),
-                            strict=True))
+    def _exhaustive(self, part: Part, spec: Spec) -> Found:
+        """Every live document of ``part`` holding a query term, with its exact total."""
+        ptr, n = part.index.indptr, part.index.n_docs
+        ranges = [np.arange(ptr[t], ptr[t + 1]) for t, *_ in spec]
+        docs = [part.index.docs[at] for at in ranges]
+        every = np.concatenate(docs)
+        if n <= DENSE_TOTALS:  # a table of every document's total costs less than a sort
+            touched = np.flatnonzero(np.bincount(every, minlength=n))
+            table = np.zeros(n, dtype=np.float64)
+            for at, d, term in zip(ranges, docs, spec, strict=True):
+                table += np.bincount(d, self._scores(part, term, at), minlength=n)
+            return self._found(part, touched, table[touched])
+        touched = np.unique(every)
+        totals = np.zeros(len(touched), dtype=np.float64)
+        for at, d, term in zip(ranges, docs, spec, strict=True):
+            np.add.at(totals, np.searchsorted(touched, d), self._scores(part, term, at))
+        return self._found(part, touched, totals)
+
+    def _found(self, part: Part, local: npt.NDArray[Any], totals: F64Array) -> Found:
+        if part.live is not None:
+            keep = part.live[local]
+            local, totals = local[keep], totals[keep]
+        return list(zip((-totals).tolist(), part.position(local).tolist(), strict=True))
+
+    def _scores(self, part: Part, term: tuple[int, int, int, float], at: IntArray) -> F64Array:
+        """The exact scores of postings ``at`` (of ``term``): float32 as the build scores
+        them, times the query count in float32, as float64 (sums of them are exact)."""
+        _, c, df, w = term
+        index, stats = part.index, self.stats
+        d = index.docs[at]
+        if self._lucene:  # bm25_build.lucene_scores, step for step
+            x = part.norm_inverse(stats)[d]
+            np.multiply(x, index.tfs[at], out=x, dtype=np.float32)
+            x += np.float32(1)
+            weight = np.float32(w)
+            np.divide(weight, x, out=x)
+            score = np.subtract(weight, x, out=x)
+        else:
+            score = posting_scores(self.params, index.tfs[at],
+                                   part.norms(self.params.lucene_norms)[d],
+                                   np.full(len(at), df, dtype=np.int32), stats.n_docs,
+                                   stats.avgdl)
+        if c != 1:
+            score = score * np.float32(c)
+        return score.astype(np.float64)
+
+    def _pruned(self, part: Part, spec: Spec, own: F32Array | None, k: int,
+                found: Found) -> Found:
+        """``part``'s share of the top ``k``: its kernel's best ``k'`` by stored score,
+        exact as stored (``own`` None) or rescored (``own``: the weights it stored with),
+        ``k'`` grown until nothing else can enter."""
+        index = part.index
+        stored = {t: c for t, c, _, _ in spec}
+        same = own is None
+        ratio, slack = (1.0, 0.0) if own is None else self.bound(part, spec, own)
+        want = k + part.n_dead if same and part.n_dead <= 4 * k + 64 else 2 * k + 16
+        while want < max(index.n_docs // 4, k + part.n_dead + 1):
+            top = index._kernels.top_k(stored, want)
+            local = np.fromiter((d for d, _ in top), dtype=np.int64, count=len(top))
+            if same:
+                mine = self._found(part, local, np.array([t for _, t in top]))
+            else:
+                local.sort()
+                mine = self._found(part, local, self._rescored(part, spec, local))
             if len(top) < want:  # every document holding a query term is here
                 return mine
             best = sorted(found + mine)[:k]
-            if len(best) == k and -best[-1][0] > self.upper_bound(i, spec, top[-1][1]):
-                return mine
+            if len(best) == k:
+                kth, at = -best[-1][0], best[-1][1]
+                tau, last = top[-1][1], int(part.position(np.array([top[-1][0]]))[0])
+                # the rest: stored totals <= tau, and at tau lower in the tie order than `last`
+                if kth > ratio * tau + slack or (same and kth == tau and at <= last):
+                    return mine
             want *= 4
-        return self._exhaustive(i, spec)
+        return self._exhaustive(part, spec)
 
-    def upper_bound(self, i: int, spec: list[tuple[int, int, int]], stored: float) -> float:
-        """The most any document of segment ``i`` whose stored total is at most ``stored``
-        can total with the generation's statistics (Lucene's formula).
+    def _rescored(self, part: Part, spec: Spec, local: IntArray) -> F64Array:
+        """Exact totals of the documents ``local`` (ascending) of ``part``."""
+        ptr, docs = part.index.indptr, part.index.docs
+        totals = np.zeros(len(local), dtype=np.float64)
+        for term in spec:
+            lo, hi = int(ptr[term[0]]), int(ptr[term[0] + 1])
+            at = lo + np.searchsorted(docs[lo:hi], local)
+            hold = at < hi
+            hold[hold] = docs[at[hold]] == local[hold]
+            if hold.any():
+                np.add.at(totals, np.flatnonzero(hold), self._scores(part, term, at[hold]))
+        return totals
+
+    def own_weights(self, part: Part, spec: Spec) -> F32Array:
+        """The float32 weights ``part``'s stored scores of these terms were computed with
+        (its own document frequencies and count)."""
+        index = part.index
+        idf = scoring.idf_lucene(np.array([index.document_frequency(t) for t, *_ in spec],
+                                          dtype=np.float64), index.n_docs_nonempty)
+        return np.asarray(idf, dtype=np.float32)
+
+    def bound(self, part: Part, spec: Spec, own_weights: F32Array) -> tuple[float, float]:
+        """``(ratio, slack)``: a document of ``part`` whose stored total is ``s`` totals at
+        most ``ratio * s + slack`` with the generation's statistics (Lucene's formula).
 
         A term's stored score is ``w - w / (1 + tf * ni)`` with the segment's weight ``w``
         and normInverse ``ni``; with the generation's (``w'``, ``ni'``) the exact value
         changes by the factor ``w'/w * ni'/ni * (1 + tf ni) / (1 + tf ni')``, at most
         ``w'/w * max(1, avgdl'/avgdl)`` (``ni'/ni`` lies between 1 and ``avgdl'/avgdl``).
-        Float32 rounding adds at most :data:`ROUNDING` of each weight, on both sides.
+        Float32 rounding adds at most :data:`ROUNDING` of each weight, on both sides, and
+        the query counts' float32 products a relative ``2^-24`` each.
         """
-        segment = self.segments[i]
-        dfs = np.array([segment.document_frequency(tid) for tid, _, _ in spec] +
-                       [d for _, _, d in spec], dtype=np.float64)
-        n = len(spec)
-        w = np.empty(2 * n, dtype=np.float32)
-        w[:n] = scoring.idf_lucene(dfs[:n], segment.n_docs_nonempty)
-        w[n:] = scoring.idf_lucene(dfs[n:], self.stats.n_docs)
+        index = part.index
+        own = own_weights.astype(np.float64)
+        glob = np.array([w for _, _, _, w in spec], dtype=np.float64)
         f32 = np.float32
-        growth = max(1.0, float(f32(self.stats.avgdl)) / float(f32(segment.avgdl))) * (1 + 1e-6)
-        ratio = w[n:].astype(np.float64) / w[:n] * growth
-        counts = np.array([c for _, c, _ in spec], dtype=np.float64)
-        slack = float(np.sum(counts * (ratio * w[:n] + w[n:]) * ROUNDING))
-        return (float(ratio.max()) * stored + slack) * (1 + 2.0**-22)
-
-    def _totals(self, i: int, spec: list[tuple[int, int, int]],
-                touched: npt.NDArray[np.integer[Any]],
-                docs: list[npt.NDArray[Any]] | None) -> F64Array:
-        """Exact totals of the ``touched`` documents (ascending) of segment ``i``: each
-        term's postings among them rescored with the generation's statistics, in float32
-        as the build scores, multiplied by the query count in float32, summed in float64."""
-        segment, ptr = self.segments[i], self.segments[i].indptr
-        norms = self._norm_lengths(i)
-        totals = np.zeros(len(touched), dtype=np.float64)
-        for j, (tid, c, df) in enumerate(spec):
-            lo, hi = int(ptr[tid]), int(ptr[tid + 1])
-            if docs is not None:  # every posting: positions of the list's docs in touched
-                at = np.arange(lo, hi)
-                rows = np.searchsorted(touched, docs[j])
-            else:  # the touched documents this list holds
-                at = lo + np.searchsorted(segment.docs[lo:hi], touched)
-                hold = at < hi
-                hold[hold] = segment.docs[at[hold]] == touched[hold]
-                at, rows = at[hold], np.flatnonzero(hold)
-            if len(at) == 0:
-                continue
-            d = segment.docs[at]
-            score = posting_scores(self.params, segment.tfs[at], norms[d],
-                                   np.full(len(at), df, dtype=np.int32), self.stats.n_docs,
-                                   self.stats.avgdl)
-            if c != 1:
-                score = score * np.float32(c)
-            np.add.at(totals, rows, score.astype(np.float64))
-        return totals
-
-    def _norm_lengths(self, i: int) -> npt.NDArray[np.int32]:
-        """Segment ``i``'s document lengths as scoring uses them (Lucene's byte, if on)."""
-        norms = self._norms[i]
-        if norms is None:
-            lengths = np.asarray(self.segments[i].doc_lengths)
-            quantised = (scoring.length_lucene_byte(lengths) if self.params.lucene_norms
-                         else lengths)
-            norms = self._norms[i] = quantised.astype(np.int32)
-        return norms
-
-
-def _live_mask(n: int, dead: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    live = np.ones(n, dtype=bool)
-    live[dead] = False
-    return live
-
+        growth = max(1.0, float(f32(self.stats.avgdl)) / float(f32(index.avgdl))) * (1 + 1e-6)
+        ratio = glob / own * growth
+        counts = np.array([c for _, c, _, _ in spec], dtype=np.float64)
+        slack = float(np.sum(counts * (ratio * own + glob) * ROUNDING))
+        grow = 1 + 2.0**-22
+        return float(ratio.max()) * grow, slack * grow

@@ -14,8 +14,8 @@ from test_bm25_update import assert_same  # tests/retrieval is on the path
 from groundkit.errors import UsageError
 from groundkit.retrieval import bm25_segments
 from groundkit.retrieval.bm25 import BM25Index, BM25Params
-from groundkit.retrieval.bm25_merge import TieredPolicy, merged, tombstones
-from groundkit.retrieval.bm25_segments import SegmentedBM25, Tombstones
+from groundkit.retrieval.bm25_merge import TieredPolicy, Tombstones, merged, tombstones
+from groundkit.retrieval.bm25_segments import SegmentedBM25
 from groundkit.text.analysis import Analyzer
 
 ANALYZER = Analyzer.preset("lucene-english")
@@ -72,14 +72,21 @@ def assert_same_hits(segmented: SegmentedBM25, full: BM25Index, k: int) -> None:
         assert list(zip(rank, [s for _, s in got], strict=True)) == full.search(query, k), query
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.integers(0, 10**6), st.sampled_from(["lucene", "bm25+", "robertson"]),
-       st.sampled_from([0, 10**9]))
-def test_random_edit_sequences_give_a_full_builds_hits(seed: int, method: str,
-                                                       exhaustive: int) -> None:
+       st.sampled_from([0, 10**9]), st.sampled_from([0, 1024]), st.sampled_from([0, 8192]))
+def test_random_edit_sequences_give_a_full_builds_hits(seed: int, method: str, exhaustive: int,
+                                                       small: int, dense: int) -> None:
+    """Every path: each segment its own part (``small`` 0) or small ones in the tail; large
+    parts through their kernels (``exhaustive`` 0) or exhaustively, over a table of every
+    document or the touched ones (``dense`` 0)."""
     rng = random.Random(seed)
     model = Model([_text(rng) for _ in range(rng.randint(1, 400))], BM25Params(method=method))
-    with mock.patch.object(bm25_segments, "EXHAUSTIVE_POSTINGS", exhaustive):
+    with mock.patch.object(bm25_segments, "EXHAUSTIVE_POSTINGS", exhaustive), \
+            mock.patch.object(bm25_segments, "SMALL_DOCS", small), \
+            mock.patch.object(bm25_segments, "DENSE_TOTALS", dense):
+        assert_same_hits(SegmentedBM25(model.pairs),
+                         BM25Index.build(model.live(), ANALYZER, model.params), 5)
         for _ in range(rng.randint(1, 6)):
             step = rng.random()
             if step < 0.7:
@@ -98,6 +105,54 @@ def test_random_edit_sequences_give_a_full_builds_hits(seed: int, method: str,
                 assert_same_hits(segmented, full, k)
 
 
+@pytest.mark.parametrize(("small", "exhaustive"), [(0, 0), (1024, 100)])
+def test_ties_keep_a_full_builds_order_where_stored_scores_are_exact(small: int,
+                                                                     exhaustive: int) -> None:
+    """Deleted documents re-added word for word leave every statistic as it was, so large
+    segments answer from their stored scores; equal totals abound (repeated texts) and go
+    to the lower position, across parts too: each re-added segment its own part, or all
+    in the tail, scored exhaustively before the base (its equal totals lie at higher
+    positions than the base's)."""
+    rng = random.Random(5)
+    texts = [_text(rng) for _ in range(30)] * 50
+    model = Model(texts, BM25Params())
+    for _ in range(3):
+        gone = sorted(rng.sample(range(len(texts)), 25))
+        index, dead = model.pairs[0]
+        fresh = [d for d in gone if model.texts[0][d] is not None]
+        model.pairs[0] = (index, tombstones(index, fresh, None, dead))
+        model.add([model.texts[0][d] or "" for d in fresh])
+        for d in fresh:
+            model.texts[0][d] = None
+    with mock.patch.object(bm25_segments, "EXHAUSTIVE_POSTINGS", exhaustive), \
+            mock.patch.object(bm25_segments, "SMALL_DOCS", small):
+        segmented = SegmentedBM25(model.pairs)
+        part = segmented.parts[0]
+        weights = segmented.weights([segmented.document_frequency("alpha")])
+        spec = [(part.index.term_id("alpha"), 1, 0, weights[0])]
+        assert segmented.own_weights(part, spec).tolist() == weights  # stored scores exact
+        assert part.index.avgdl == segmented.stats.avgdl
+        for k in (1, 2, 5, 40, 60):
+            assert_same_hits(segmented, BM25Index.build(model.live(), ANALYZER), k)
+
+
+def test_a_tie_with_a_later_part_goes_to_the_lower_position() -> None:
+    """The base's best candidates by stored score are all deleted and re-added word for
+    word in a later segment (the tail, scored first): its copies tie with the base's
+    remaining ones, which lie lower and must win the tie."""
+    texts = ["alpha beta"] * 200 + [f"gamma delta {i}" for i in range(1000)]
+    base = BM25Index.build(texts, ANALYZER)
+    gone = list(range(30))
+    pairs = [(base, tombstones(base, gone)),
+             (BM25Index.build(["alpha beta"] * 30, ANALYZER), Tombstones())]
+    live = texts[30:] + ["alpha beta"] * 30
+    with mock.patch.object(bm25_segments, "EXHAUSTIVE_POSTINGS", 100):
+        segmented = SegmentedBM25(pairs)
+        for k in (1, 5, 200):
+            assert_same_hits(segmented, BM25Index.build(live, ANALYZER), k)
+    assert segmented.search("alpha beta", 1)[0][0] == 30
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10**6))
 def test_a_merge_is_array_for_array_a_full_build(seed: int) -> None:
@@ -113,23 +168,27 @@ def test_a_merge_is_array_for_array_a_full_build(seed: int) -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10**6))
 def test_the_bound_holds_for_every_document(seed: int) -> None:
-    """No document's exact total exceeds :meth:`upper_bound` of its stored total."""
+    """No document's exact total exceeds :meth:`bound` applied to its stored total."""
     rng = random.Random(seed)
     model = Model([_text(rng) for _ in range(200)], BM25Params())
     model.delete(rng, rng.choice([0.05, 0.5]), with_texts=True)
     model.add([_text(rng, skew=0.8) for _ in range(rng.randint(1, 200))])
-    segmented = SegmentedBM25(model.pairs)
-    base = segmented.segments[0]
+    with mock.patch.object(bm25_segments, "SMALL_DOCS", 0):
+        segmented = SegmentedBM25(model.pairs)
+    part = segmented.parts[0]
     for query in QUERIES:
-        ids = [(base.term_id(t), t) for t in dict.fromkeys(ANALYZER.analyze(query))]
-        spec = [(tid, 1, segmented.document_frequency(t)) for tid, t in ids if tid >= 0]
+        terms = list(dict.fromkeys(ANALYZER.analyze(query)))
+        dfs = [segmented.document_frequency(t) for t in terms]
+        spec = [(part.index.term_id(t), 1, d, w)
+                for t, d, w in zip(terms, dfs, segmented.weights(dfs), strict=True)
+                if part.index.term_id(t) >= 0 and d > 0]
         if not spec:
             continue
-        stored = dict(base._kernels.top_k({tid: 1 for tid, _, _ in spec}, base.n_docs))
+        stored = dict(part.index._kernels.top_k({t: 1 for t, *_ in spec}, part.index.n_docs))
         docs = np.array(sorted(stored), dtype=np.int64)
-        exact = segmented._totals(0, spec, docs, None)
-        bounds = [segmented.upper_bound(0, spec, stored[d]) for d in docs.tolist()]
-        assert np.all(exact <= np.array(bounds)), query
+        exact = segmented._rescored(part, spec, docs)
+        ratio, slack = segmented.bound(part, spec, segmented.own_weights(part, spec))
+        assert np.all(exact <= ratio * np.array([stored[d] for d in docs.tolist()]) + slack)
 
 
 def test_the_pruned_path_grows_its_candidates_until_the_bound_rules_the_rest_out() -> None:
@@ -139,7 +198,8 @@ def test_the_pruned_path_grows_its_candidates_until_the_bound_rules_the_rest_out
     model = Model([_text(rng) for _ in range(2000)], BM25Params())
     model.delete(rng, 0.6, with_texts=False)
     model.add([_text(rng, skew=0.9) for _ in range(300)])
-    segmented = SegmentedBM25(model.pairs)
+    with mock.patch.object(bm25_segments, "SMALL_DOCS", 0):
+        segmented = SegmentedBM25(model.pairs)
     calls = []
     kernels = segmented.segments[0]._kernels
     real = kernels.top_k
