@@ -48,7 +48,7 @@
 #define GK_WIDE_SCAN 1 /* AVX2 and AVX-512 scans, chosen at import by what the CPU has */
 #endif
 
-#define GK_KERNEL_VERSION 8
+#define GK_KERNEL_VERSION 9
 
 typedef struct {
     const int32_t *docs;
@@ -900,6 +900,88 @@ done:
     return result;
 }
 
+/* Exact BM25 (Lucene) totals of candidate documents for segmented indexes (bm25_segments.py):
+ * for each term (lo, hi, weight, count) and each candidate (ascending), the posting of the
+ * candidate in docs[lo:hi] is found by bisection from the previous one's place, and its
+ * score computed as bm25_build.lucene_scores computes it, operation for operation in
+ * float32 (x = normInverse * tf; x += 1; q = weight / x; score = weight - q; times the
+ * query count), then added in float64 to out[candidate]. Each step is stored (volatile),
+ * so no compiler fuses a multiply and an add: the same bits as numpy's element-wise steps. */
+static void rescore_terms(const int32_t *docs, const void *tfs, int tf_size, const float *ni,
+                          const int64_t *cand, Py_ssize_t n, double *out, Py_ssize_t lo,
+                          Py_ssize_t hi, float weight, float count) {
+    Py_ssize_t pos = lo;
+    for (Py_ssize_t i = 0; i < n && pos < hi; i++) {
+        int64_t target = cand[i];
+        Py_ssize_t a = pos, b = hi;
+        while (a < b) {
+            Py_ssize_t mid = a + ((b - a) >> 1);
+            if (docs[mid] < target) a = mid + 1;
+            else b = mid;
+        }
+        pos = a;
+        if (pos == hi || docs[pos] != target) continue;
+        float tf = tf_size == 2 ? (float)((const uint16_t *)tfs)[pos]
+                                : (float)((const uint32_t *)tfs)[pos];
+        volatile float x = ni[target] * tf;
+        x = x + 1.0f;
+        volatile float q = weight / x;
+        volatile float score = weight - q;
+        if (count != 1.0f) score = score * count;
+        out[i] += (double)score;
+    }
+}
+
+static PyObject *rescore(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyTuple_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "rescore(docs, tfs, norm_inverse, candidates, out, "
+                                         "terms: tuple)");
+        return NULL;
+    }
+    Py_buffer v[5];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 5; got++) {
+        int flags = got == 4 ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
+        if (PyObject_GetBuffer(args[got], &v[got], flags | PyBUF_FORMAT) < 0) goto done;
+    }
+    Py_ssize_t n_post = v[0].len / 4, n_docs = v[2].len / 4, n = v[3].len / 8;
+    int tf_size = (int)v[1].itemsize;
+    if (v[0].itemsize != 4 || (tf_size != 2 && tf_size != 4) || v[1].len / tf_size != n_post
+        || v[2].itemsize != 4 || v[3].itemsize != 8 || v[4].itemsize != 8
+        || v[4].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "docs int32, tfs uint16 or uint32 (one per posting), "
+                                          "norm_inverse float32, candidates int64, out float64 "
+                                          "(one per candidate)");
+        goto done;
+    }
+    const int64_t *cand = v[3].buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (cand[i] < 0 || cand[i] >= n_docs || (i && cand[i] <= cand[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "candidates must ascend, each a document");
+            goto done;
+        }
+    }
+    PyObject *terms = args[5];
+    for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(terms); t++) {
+        Py_ssize_t lo, hi;
+        float weight, count;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(terms, t), "nnff", &lo, &hi, &weight, &count))
+            goto done;
+        if (lo < 0 || hi < lo || hi > n_post) {
+            PyErr_SetString(PyExc_ValueError, "a term's postings lie outside docs");
+            goto done;
+        }
+        rescore_terms(v[0].buf, v[1].buf, tf_size, v[2].buf, cand, n, v[4].buf, lo, hi, weight,
+                      count);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    while (got-- > 0) PyBuffer_Release(&v[got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"maxscore", (PyCFunction)(void (*)(void))maxscore, METH_FASTCALL,
      USAGE " -> [(doc, total)] or None\n\n"
@@ -912,6 +994,11 @@ static PyMethodDef methods[] = {
      "its first posting in each block, and its length). Scores are\n"
      "non-negative multiples of one unit u and limit is 2**53 u; None when the terms'\n"
      "maxima sum to limit or more."},
+    {"rescore", (PyCFunction)(void (*)(void))rescore, METH_FASTCALL,
+     "rescore(docs, tfs, norm_inverse, candidates, out, terms) -> None\n\n"
+     "Adds to out[i] each term's exact Lucene score of document candidates[i] (ascending):\n"
+     "terms is a tuple of (lo, hi, weight, count), the term's postings docs[lo:hi] and\n"
+     "tfs[lo:hi], its float32 weight and query count; norm_inverse is per document."},
     {"find_term", (PyCFunction)(void (*)(void))find_term, METH_FASTCALL,
      "find_term(hashes, offsets, blob, term, crc32) -> term id, or -1 when absent\n\n"
      "hashes (uint32, ascending) and offsets (int64, one more) index the terms' UTF-8 bytes\n"

@@ -85,7 +85,7 @@ documents (a gather, about a nanosecond a posting) rather than by scanning them 
 FILL_RATIO = 8
 """Above one posting per this many documents, the accumulator is re-zeroed by a memset."""
 _F32 = np.float32
-COMPILED_VERSION = 8
+COMPILED_VERSION = 9
 """The ``_bm25c`` interface this module speaks (its ``VERSION``); another is not used."""
 
 

@@ -47,6 +47,7 @@ from . import scoring
 from .bm25 import BM25Index
 from .bm25_build import posting_scores
 from .bm25_merge import Tombstones, merged
+from .bm25_query import compiled_kernel
 
 IntArray = npt.NDArray[np.int64]
 F32Array = npt.NDArray[np.float32]
@@ -160,6 +161,7 @@ class SegmentedBM25:
         self.stats = Stats(segments)
         self._lucene = (self.params.method == "lucene"
                         and not any(s._kernels.negative for s in self.segments))
+        self._compiled = compiled_kernel()
         self.parts = self._parts(segments)
 
     def _parts(self, segments: Sequence[tuple[BM25Index, Tombstones]]) -> list[Part]:
@@ -254,13 +256,15 @@ class SegmentedBM25:
         ranges = [np.arange(ptr[t], ptr[t + 1]) for t, *_ in spec]
         docs = [part.index.docs[at] for at in ranges]
         every = np.concatenate(docs)
-        if n <= DENSE_TOTALS:  # a table of every document's total costs less than a sort
-            touched = np.flatnonzero(np.bincount(every, minlength=n))
+        small = n <= DENSE_TOTALS  # a table of every document costs less than a sort
+        touched = np.flatnonzero(np.bincount(every, minlength=n)) if small else np.unique(every)
+        if self._compiled is not None and self._lucene:
+            return self._found(part, touched, self._rescored(part, spec, touched))
+        if small:
             table = np.zeros(n, dtype=np.float64)
             for at, d, term in zip(ranges, docs, spec, strict=True):
                 table += np.bincount(d, self._scores(part, term, at), minlength=n)
             return self._found(part, touched, table[touched])
-        touched = np.unique(every)
         totals = np.zeros(len(touched), dtype=np.float64)
         for at, d, term in zip(ranges, docs, spec, strict=True):
             np.add.at(totals, np.searchsorted(touched, d), self._scores(part, term, at))
@@ -324,10 +328,17 @@ class SegmentedBM25:
             want *= 4
         return self._exhaustive(part, spec)
 
-    def _rescored(self, part: Part, spec: Spec, local: IntArray) -> F64Array:
-        """Exact totals of the documents ``local`` (ascending) of ``part``."""
+    def _rescored(self, part: Part, spec: Spec, local: npt.NDArray[np.integer[Any]]
+                  ) -> F64Array:
+        """Exact totals of the documents ``local`` (ascending) of ``part`` (in C where the
+        kernel is built: the same float32 steps; else a bisection per term in numpy)."""
         ptr, docs = part.index.indptr, part.index.docs
         totals = np.zeros(len(local), dtype=np.float64)
+        if self._compiled is not None and self._lucene:
+            terms = tuple((int(ptr[t]), int(ptr[t + 1]), w, float(c)) for t, c, _, w in spec)
+            self._compiled.rescore(docs, part.index.tfs, part.norm_inverse(self.stats),
+                                   np.ascontiguousarray(local, dtype=np.int64), totals, terms)
+            return totals
         for term in spec:
             lo, hi = int(ptr[term[0]]), int(ptr[term[0] + 1])
             at = lo + np.searchsorted(docs[lo:hi], local)

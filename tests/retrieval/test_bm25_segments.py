@@ -74,17 +74,21 @@ def assert_same_hits(segmented: SegmentedBM25, full: BM25Index, k: int) -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(0, 10**6), st.sampled_from(["lucene", "bm25+", "robertson"]),
-       st.sampled_from([0, 10**9]), st.sampled_from([0, 1024]), st.sampled_from([0, 8192]))
+       st.sampled_from([0, 10**9]), st.sampled_from([0, 1024]), st.sampled_from([0, 8192]),
+       st.booleans())
 def test_random_edit_sequences_give_a_full_builds_hits(seed: int, method: str, exhaustive: int,
-                                                       small: int, dense: int) -> None:
+                                                       small: int, dense: int,
+                                                       compiled: bool) -> None:
     """Every path: each segment its own part (``small`` 0) or small ones in the tail; large
     parts through their kernels (``exhaustive`` 0) or exhaustively, over a table of every
-    document or the touched ones (``dense`` 0)."""
+    document or the touched ones (``dense`` 0); candidates rescored in C or numpy."""
     rng = random.Random(seed)
     model = Model([_text(rng) for _ in range(rng.randint(1, 400))], BM25Params(method=method))
+    kernel = bm25_segments.compiled_kernel() if compiled else None
     with mock.patch.object(bm25_segments, "EXHAUSTIVE_POSTINGS", exhaustive), \
             mock.patch.object(bm25_segments, "SMALL_DOCS", small), \
-            mock.patch.object(bm25_segments, "DENSE_TOTALS", dense):
+            mock.patch.object(bm25_segments, "DENSE_TOTALS", dense), \
+            mock.patch.object(bm25_segments, "compiled_kernel", lambda: kernel):
         assert_same_hits(SegmentedBM25(model.pairs),
                          BM25Index.build(model.live(), ANALYZER, model.params), 5)
         for _ in range(rng.randint(1, 6)):
@@ -254,3 +258,18 @@ def test_the_policy_merges_ten_adjacent_segments_of_a_level_and_cascades() -> No
     assert policy.plan([300] + [20] * 9 + [2] * 3 + [20], [0] * 14) == (1, 14)  # swept in
     assert policy.plan([1000, 10, 10], [300, 0, 0]) == (0, 1)  # over a quarter deleted
     assert [policy.level(n) for n in (0, 9, 10, 99, 100, 999, 1000)] == [0, 0, 1, 1, 2, 2, 3]
+
+
+def test_the_compiled_rescoring_refuses_what_does_not_fit() -> None:
+    kernel = bm25_segments.compiled_kernel()
+    if kernel is None:
+        pytest.skip("the C kernel is not built")
+    index = BM25Index.build(["alpha beta", "alpha", "beta beta"], ANALYZER)
+    ni = np.ones(3, dtype=np.float32)
+    out = np.zeros(2)
+    with pytest.raises(ValueError, match="ascend"):
+        kernel.rescore(index.docs, index.tfs, ni, np.array([2, 1]), out, ((0, 1, 1.0, 1.0),))
+    with pytest.raises(ValueError, match="outside"):
+        kernel.rescore(index.docs, index.tfs, ni, np.array([0, 1]), out, ((0, 99, 1.0, 1.0),))
+    with pytest.raises(ValueError, match="one per candidate"):
+        kernel.rescore(index.docs, index.tfs, ni, np.array([0]), out, ())
