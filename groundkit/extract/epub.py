@@ -6,8 +6,8 @@ package document (the OPF; the first ``rootfile``, preferring the OPF media type
 document (``application/xhtml+xml``, or ``text/html`` from lax writers) is read with
 the HTML extractor's :func:`~groundkit.extract.html.markup_view` (selectolax; segments
 carry the member as ``part`` and byte ranges of its bytes, ``h1``-``h6`` are the
-outline), and the chapters are joined by a blank line
-(:func:`~groundkit.extract.base.join_views`). Items marked ``linear="no"`` are read
+outline, data tables are marked row by row: :mod:`.tables`), and the chapters are joined
+by a blank line (:func:`~groundkit.extract.base.join_views`). Items marked ``linear="no"`` are read
 too, in spine order (they are the book's text, merely off the main path); the EPUB 3
 navigation document (manifest ``properties="nav"``) is left out, since it repeats the
 headings as a table of contents; a 0-byte chapter adds nothing; a spine item in
