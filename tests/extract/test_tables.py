@@ -2,8 +2,8 @@
 
 The real files are the pandoc-made handbook pages of ``fixtures/office`` (the same HTML
 table of operating systems and architectures as DOCX, ODT and EPUB, each with its header
-row marked the way its format marks one) and a Debian Handbook page with a DocBook
-callout table (``fixtures/html``); the edge cases are built by hand.
+row marked the way its format marks one), the DocBook pages they were made from and a
+page with a DocBook callout table (``fixtures/html``); the edge cases are built by hand.
 """
 
 from __future__ import annotations
@@ -71,6 +71,21 @@ def test_a_pandoc_table_is_its_header_and_rows_with_every_cell_mapped(fmt: str) 
 def test_the_three_formats_give_the_same_rows(fmt: str) -> None:
     html_rows = row_texts(view_of("epub", (OFFICE / "handbook.epub").read_bytes()))
     assert row_texts(view_of(fmt, (OFFICE / f"handbook.{fmt}").read_bytes())) == html_rows
+
+
+@pytest.mark.parametrize("lang", ["en-US", "ja-JP"])
+def test_the_docbook_page_the_fixtures_came_from_gives_the_same_table(lang: str) -> None:
+    data = (HTML / f"{lang}_sect.how-to-migrate.html").read_bytes()
+    view = view_of("html", data)
+    (table,) = row_texts(view)
+    assert table[0][1] and not any(header for _, header in table[1:]) and len(table) == 15
+    if lang == "en-US":
+        assert table == row_texts(view_of("epub", (OFFICE / "handbook.epub").read_bytes()))[0]
+    for start, end, _ in rows(view.text, view.tables[0]):
+        at = start
+        for cell in view.text[start:end].split(" | "):
+            assert cell in cell_source(view, data, at, at + len(cell)), cell
+            at += len(cell) + 3
 
 
 def test_a_docbook_callout_table_has_no_header_and_keeps_each_callout_on_a_line() -> None:
