@@ -12,9 +12,11 @@ What is shown of the file, by format:
 
 * **PDF**: the pages the quote lies on, drawn with PDFium, the quote's own boxes
   (:mod:`.pdf_pages`), each page's printed label and physical number;
-* **HTML, EPUB, DOCX, ODT**: the text view the index cut from the file (the original
-  markup is never shown: it is not sanitised, it is replaced), its headings marked, the
-  zip part the quote came from named;
+* **HTML, EPUB**: the original page (the EPUB chapter), sanitised, the quote marked
+  where its bytes hold it (:mod:`.original`); where that cannot be done, the text view,
+  saying why;
+* **DOCX, ODT** (and HTML, EPUB as a fallback): the text view the index cut from the
+  file, its headings marked, the zip part the quote came from named;
 * **plain text, Markdown**: the file's lines, numbered.
 
 Text bodies are a window of :data:`CONTEXT_LINES` lines either side of the quote.
@@ -23,15 +25,17 @@ Text bodies are a window of :data:`CONTEXT_LINES` lines either side of the quote
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..collection import Collection, resolve_home
 from ..errors import CollectionNotFoundError, DecodeError, InvalidSpanError
-from ..extract import ExtractError, TextView
+from ..extract import DEFAULT_LIMITS, ExtractError, TextView
 from ..extract.reread import as_indexed
+from ..extract.zipsafe import SafeZip
 from ..model import Chunk, Locator, Status, Verdict, split_chunk_id
 from ..sources import decode_bytes
 from ..verify import Unreadable, read_inside
+from .original import NoOriginal, original
 from .pdf_pages import Piece, RenderedPage, render
 
 CONTEXT_LINES = 40
@@ -53,6 +57,16 @@ class TextBody:
     """``(offset in text, level)`` of each heading line in the window."""
     parts: tuple[str, ...] = ()
     """The zip members (DOCX, ODT, EPUB) the quote came from."""
+    no_original: str = ""
+    """Why an HTML or EPUB quote is shown in the text view, not the original layout."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OriginalBody:
+    """The page (or EPUB chapter) the quote came from, sanitised, the quote marked."""
+
+    markup: str
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +88,7 @@ class Shown:
     """The quote's offsets as cited (text-view code points)."""
     now_at: tuple[int, int] | None = None
     """Where the highlight is drawn now: the quote's offsets, or its relocated ones."""
-    body: TextBody | PdfBody | None = None
+    body: TextBody | PdfBody | OriginalBody | None = None
     note: str = ""
     """Why there is no highlight although the verdict would allow one."""
     format: str = "text"
@@ -159,7 +173,7 @@ def _now_at(verdict: Verdict, chunk: Chunk, quote: tuple[int, int]) -> tuple[int
 
 
 def _body(chunk: Chunk, relpath: str, data: bytes, at: tuple[int, int],
-          cited: str) -> TextBody | PdfBody | None:
+          cited: str) -> TextBody | PdfBody | OriginalBody | None:
     """The body drawn from ``data``, the file's bytes read for it; ``None`` when they no
     longer hold ``cited`` at ``at``."""
     if not chunk.extractor:
@@ -180,7 +194,22 @@ def _body(chunk: Chunk, relpath: str, data: bytes, at: tuple[int, int],
         return None
     parts = tuple(dict.fromkeys(s.part for s in view.segments
                                 if s.part and s.start < at[1] and s.end > at[0]))
-    return _window(view.text, at, view, parts)
+    if fmt not in ("html", "epub"):
+        return _window(view.text, at, view, parts)
+    try:
+        page = data if fmt == "html" else _chapter(data, parts)
+        return OriginalBody(markup=original(page, view, at, parts[0] if parts else None),
+                            parts=parts)
+    except NoOriginal as exc:
+        return replace(_window(view.text, at, view, parts), no_original=str(exc))
+
+
+def _chapter(data: bytes, parts: tuple[str, ...]) -> bytes:
+    """The EPUB chapter the quote lies in (one part, read within the extractors' limits)."""
+    if len(parts) != 1:
+        raise NoOriginal("the original layout could not be shown: the quote spans chapters")
+    with SafeZip(data, DEFAULT_LIMITS) as archive:
+        return archive.read(parts[0])
 
 
 def _pieces_of_locator(locator: Locator, at: tuple[int, int], cited: str) -> list[Piece]:

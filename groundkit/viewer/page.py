@@ -1,7 +1,9 @@
 """A citation's page as one self-contained HTML document, with no script and no fetch.
 
 Every string from a document, a store or a verdict is escaped (:func:`html.escape`,
-quotes included) before it is written: the page holds no markup of the file's. The
+quotes included) before it is written; the only markup of a file's it holds is an HTML
+or EPUB page's as :mod:`.original` sanitised it (an allowlist: no script, style, URL,
+image, frame or form, no attribute but a few of layout), inside ``div.original``. The
 page loads nothing: its images are ``data:`` URIs, its style is inline, and its policy
 (:data:`POLICY`, also sent as a header by the servers) forbids scripts, frames, forms,
 fonts and every fetch but ``data:`` images. The quote's first highlight carries the id
@@ -14,7 +16,7 @@ import difflib
 from html import escape
 
 from ..model import Status
-from .citation import PdfBody, Shown, TextBody
+from .citation import OriginalBody, PdfBody, Shown, TextBody
 
 POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
           "form-action 'none'")
@@ -24,11 +26,14 @@ HEADER_POLICY = POLICY + "; frame-ancestors 'none'"
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1b1b1b;background:#f4f4f2}
-header{padding:12px 20px;border-bottom:1px solid #ccc;background:#fff}
-header h1{font-size:17px;margin:0 0 4px}
+body>header{padding:12px 20px;border-bottom:1px solid #ccc;background:#fff}
+body>header h1{font-size:17px;margin:0 0 4px}
 .verdict{display:inline-block;padding:2px 8px;border-radius:4px;font-weight:600;color:#fff}
 .verified{background:#1d7a35}.drifted{background:#a65f00}.unresolvable{background:#a31621}
-main{padding:16px 20px}
+body>main{padding:16px 20px}
+.original{background:#fff;padding:12px 20px;box-shadow:0 1px 4px #0003;overflow-wrap:anywhere}
+.original table{border-collapse:collapse}.original td,.original th{border:1px solid #ccc;
+  padding:2px 6px}
 .meta{color:#555;font-size:13px;margin:2px 0}
 .note{background:#fff3cd;border:1px solid #e0c36c;padding:6px 10px;margin:8px 0}
 .page{position:relative;margin:0 0 18px;background:#fff;box-shadow:0 1px 4px #0003}
@@ -75,6 +80,8 @@ def render_html(shown: Shown) -> str:
                      f'<div class="cited">{escape(shown.cited)}</div>')
     if isinstance(shown.body, PdfBody):
         parts.append(_pdf(shown.body))
+    elif isinstance(shown.body, OriginalBody):
+        parts.append(_original(shown.body))
     elif isinstance(shown.body, TextBody):
         parts.append(_text(shown.body))
     parts.append("</main></body></html>\n")
@@ -135,11 +142,21 @@ def _pdf(body: PdfBody) -> str:
     return "\n".join(out)
 
 
+def _original(body: OriginalBody) -> str:
+    """The sanitised page, as :mod:`.original` made it (its markup is the allowlist's)."""
+    part = f" (part {escape(', '.join(body.parts))} of the file)" if body.parts else ""
+    return (f'<p class="meta">The original page{part}, sanitised: no script, style, '
+            "image, link target or form; the cited words highlighted where its bytes hold "
+            f'them.</p><div class="original">{body.markup}</div>')
+
+
 def _text(body: TextBody) -> str:
     """The window's lines, numbered as in the whole text, the quote marked."""
     lo, hi = body.highlight or (0, 0)
     headings = dict(body.headings)
     out = []
+    if body.no_original:
+        out.append(f'<p class="note">The text view: {escape(body.no_original)}</p>')
     if body.parts:
         out.append(f'<p class="meta">From part {escape(", ".join(body.parts))} of the file</p>')
     last = body.first_line + body.text.count("\n")

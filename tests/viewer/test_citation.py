@@ -175,9 +175,9 @@ def test_a_pdf_that_moved_its_quote_is_drawn_where_the_quote_is_now(make_tree, h
     assert shown.body.pages[0].boxes
 
 
-@pytest.mark.parametrize(("name", "part"), [("html/en-US_sect.apparmor.html", None),
+@pytest.mark.parametrize(("name", "part"), [("office/handbook.odt", "content.xml"),
                                             ("office/handbook.docx", "word/document.xml")])
-def test_a_markup_file_shows_its_text_view_with_headings_and_part(make_tree, home, name, part):
+def test_an_office_file_shows_its_text_view_with_headings_and_part(make_tree, home, name, part):
     pytest.importorskip("selectolax")
     _, chunks = indexed(make_tree, home, {Path(name).name: (FIXTURES / name).read_bytes()})
     chunk = chunks[len(chunks) // 2]
