@@ -13,7 +13,8 @@ Per size (``bench_scale.py``'s corpora, 20 passages a "file" as its collections 
   and 30 segments (the base plus 9 or 29 single-file edits, no merge).
 * **exactness**: every query's hits and scores from 30 segments against the merged index's.
 * **merge**: the 29 edit segments merged into one (``bm25_merge.merged``), and everything
-  merged into one index.
+  merged into one index; **disk**: the folder of the 30-segment generation against the
+  merged index saved.
 
     python bench/bench_segments.py --sizes 10000,100000 --out .bench/segments.json
 """
@@ -134,6 +135,8 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
         merge_all_s = time.perf_counter() - start
         del tail
         gc.collect()
+        full.save(work / "merged", {"merged": True})
+        disk = {"segmented_30_mib": _mib(work / "segmented"), "merged_mib": _mib(work / "merged")}
         rows = {"merged": latency(full.search, queries, args.repeat)}
         for name, index in (("1 segment", one), ("10 segments", kept[10]),
                             ("30 segments", thirty)):
@@ -143,13 +146,17 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             "edit_splice_s": splice, "edit_segment_s": seg_times,
             "edit_splice_p50_s": statistics.median(splice),
             "edit_segment_p50_s": statistics.median(seg_times),
-            "merge_29_edit_segments_s": merge_tail_s, "merge_all_s": merge_all_s,
+            "merge_29_edit_segments_s": merge_tail_s, "merge_all_s": merge_all_s, "disk": disk,
             "latency": rows,
             "mismatched_queries_30_segments": mismatches(thirty, full, queries),
             "queries": len(queries), "load": load_average(),
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n:>9,} passages: edit->searchable p50 splice {row['edit_splice_p50_s']:.3f} s, "
               f"segment {row['edit_segment_p50_s']:.3f} s; merge 29 edits "
               f"{row['merge_29_edit_segments_s']:.3f} s, all {row['merge_all_s']:.2f} s; "
-              f"mismatched queries {row['mismatched_queries_30_segments']}/{row['queries']}",
+              f"mismatched queries {row['mismatched_queries_30_segments']}/{row['queries']}; "
+              f"disk 30 segments {row['disk']['segmented_30_mib']:.1f} MiB, merged "
+              f"{row['disk']['merged_mib']:.1f} MiB",
               flush=True)
         for name, r in lat.items():
             print(f"    {name:>12}: p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms  "

@@ -163,6 +163,8 @@ class SegmentedBM25:
                         and not any(s._kernels.negative for s in self.segments))
         self._compiled = compiled_kernel()
         self.parts = self._parts(segments)
+        self._whole = (self.segments[0] if len(self.segments) == 1 and not self.tombstones[0]
+                       else None)
 
     def _parts(self, segments: Sequence[tuple[BM25Index, Tombstones]]) -> list[Part]:
         parts, small = [], []
@@ -206,6 +208,8 @@ class SegmentedBM25:
         """As :meth:`search` for already-analysed query terms."""
         if not isinstance(top_k, int) or top_k < 1:
             raise UsageError(f"top_k must be a positive integer, got {top_k!r}")
+        if self._whole is not None:  # one segment, nothing deleted: its own index answers
+            return self._whole.search_terms(terms, top_k, score_threshold=score_threshold)
         counts: dict[str, int] = {}
         for term in terms:
             counts[term] = counts.get(term, 0) + 1
