@@ -257,13 +257,13 @@ class SegmentedBM25:
     def _exhaustive(self, part: Part, spec: Spec) -> Found:
         """Every live document of ``part`` holding a query term, with its exact total."""
         ptr, n = part.index.indptr, part.index.n_docs
-        ranges = [np.arange(ptr[t], ptr[t + 1]) for t, *_ in spec]
-        docs = [part.index.docs[at] for at in ranges]
-        every = np.concatenate(docs)
+        every = np.concatenate([part.index.docs[ptr[t] : ptr[t + 1]] for t, *_ in spec])
         small = n <= DENSE_TOTALS  # a table of every document costs less than a sort
         touched = np.flatnonzero(np.bincount(every, minlength=n)) if small else np.unique(every)
         if self._compiled is not None and self._lucene:
             return self._found(part, touched, self._rescored(part, spec, touched))
+        ranges = [np.arange(ptr[t], ptr[t + 1]) for t, *_ in spec]
+        docs = [part.index.docs[at] for at in ranges]
         if small:
             table = np.zeros(n, dtype=np.float64)
             for at, d, term in zip(ranges, docs, spec, strict=True):
