@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lucene llm eval-llm test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-docs fuzz lock browser ocr inspector qmd conformance clean
+.PHONY: help venv lucene llm eval-llm test lint typecheck golden-lint pytest eval eval-meta eval-v2 eval-v1 bench bench-scale bench-segments bench-docs fuzz lock browser ocr inspector qmd conformance clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -177,6 +177,12 @@ SCALE_SIZES ?= 10000,100000,1000000
 SCALE_ARGS  ?=
 bench-scale: $(STAMP) lucene ## BM25 growth to 1M passages: build, RSS, disk, open, latency, exponents
 	$(PY) bench/bench_scale.py --sizes $(SCALE_SIZES) $(SCALE_ARGS)
+
+# Segmented BM25 (ADR-0025): edit -> searchable against today's splice, latency with 1, 10
+# and 30 segments against the merged index, merges, disk; .bench/segments.json.
+SEGMENT_SIZES ?= 10000,100000,1000000
+bench-segments: $(STAMP) ## segmented BM25: edit -> searchable, latency with 1/10/30 segments, merges
+	$(PY) bench/bench_segments.py --sizes $(SEGMENT_SIZES)
 
 # Mutated real files (and issue 45's hostile inputs) through every extractor, the format
 # sniff and the verification path; .bench/fuzz.json, failing inputs in
