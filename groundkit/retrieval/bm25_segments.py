@@ -44,9 +44,10 @@ import numpy.typing as npt
 from ..errors import UsageError
 from ..text.analysis import check_query
 from . import scoring
-from .bm25 import BM25Index
+from .bm25 import BM25Index, TermExplanation
 from .bm25_build import posting_scores
 from .bm25_merge import Tombstones, merged
+from .bm25_params import IDF
 from .bm25_query import compiled_kernel
 
 IntArray = npt.NDArray[np.int64]
@@ -162,6 +163,8 @@ class SegmentedBM25:
         self._lucene = (self.params.method == "lucene"
                         and not any(s._kernels.negative for s in self.segments))
         self._compiled = compiled_kernel()
+        self._term_ids: dict[str, int] = {}
+        self._terms: list[str] = []
         self.parts = self._parts(segments)
         self._whole = (self.segments[0] if len(self.segments) == 1 and not self.tombstones[0]
                        else None)
@@ -194,6 +197,83 @@ class SegmentedBM25:
     def document_frequency(self, term: str) -> int:
         """How many live documents hold ``term``."""
         return sum(p.df(p.index.term_id(term)) for p in self.parts)
+
+    # -- the rest of BM25Index's reading API, generation-wide --------------------------
+
+    def term_id(self, term: str) -> int:
+        """An id for ``term`` in this generation (ids are per generation, not per segment),
+        or -1 when no live document holds it."""
+        tid = self._term_ids.get(term)
+        if tid is None:  # kept for the generation's life: ids must not change under callers
+            tid = -1
+            if self.document_frequency(term) > 0:
+                tid = self._term_ids[term] = len(self._terms)
+                self._terms.append(term)
+        return tid
+
+    def term(self, term_id: int) -> str:
+        return self._terms[term_id]
+
+    def idf(self, term_id: int) -> float:
+        """As :meth:`.BM25Index.idf`, with the generation's statistics."""
+        df = max(1, self.document_frequency(self.term(term_id)) if term_id >= 0 else 0)
+        return float(IDF[self.params.method](float(df), self.stats.n_docs))
+
+    def holds(self, term_ids: Sequence[int], positions: Sequence[int]) -> list[list[bool]]:
+        """For each position, which of the terms its document holds (False: deleted)."""
+        rows = []
+        for position in positions:
+            found = self._locate(position)
+            if found is None:
+                rows.append([False] * len(term_ids))
+                continue
+            part, local = found
+            ids = [part.index.term_id(self.term(t)) if t >= 0 else -1 for t in term_ids]
+            rows.append(part.index.holds(ids, [local])[0])
+        return rows
+
+    def explain(self, query: str, position: int) -> list[TermExplanation]:
+        """As :meth:`.BM25Index.explain`, with the generation's statistics."""
+        found = self._locate(position)
+        if found is None:
+            raise UsageError(f"position {position} is not a live document of this generation")
+        part, local = found
+        index = part.index
+        dl = int(index.doc_lengths[local])
+        norm = int(part.norms(self.params.lucene_norms)[local])
+        counts: dict[str, int] = {}
+        for term in self.analyzer.analyze(check_query(query)):
+            if self.term_id(term) >= 0:
+                counts[term] = counts.get(term, 0) + 1
+        dfs = [self.document_frequency(t) for t in counts]
+        out = []
+        for (term, count), df, w in zip(counts.items(), dfs, self.weights(dfs), strict=True):
+            tid = index.term_id(term)
+            lo, hi = (int(index.indptr[tid]), int(index.indptr[tid + 1])) if tid >= 0 else (0, 0)
+            at = lo + int(np.searchsorted(index.docs[lo:hi], local))
+            held = at < hi and int(index.docs[at]) == local
+            score = (float(self._scores(part, (tid, 1, df, w), np.array([at]))[0]) * count
+                     if held else 0.0)
+            out.append(TermExplanation(
+                term=term, query_count=count, df=df,
+                idf=float(IDF[self.params.method](float(df), self.stats.n_docs)),
+                tf=int(index.tfs[at]) if held else 0, doc_length=dl, norm_length=norm,
+                score=score))
+        return out
+
+    def _locate(self, position: int) -> tuple[Part, int] | None:
+        """The part and local document of a live position; ``None`` if deleted."""
+        if not 0 <= position < self.n_docs:
+            raise UsageError(f"position {position} is outside 0..{self.n_docs - 1}")
+        for part in self.parts:
+            if part.positions is not None:
+                at = int(np.searchsorted(part.positions, position))
+                if at < len(part.positions) and part.positions[at] == position:
+                    return part, at
+            elif part.offset <= position < part.offset + part.index.n_docs:
+                local = position - part.offset
+                return None if part.live is not None and not part.live[local] else (part, local)
+        return None
 
     # -- searching --------------------------------------------------------------------
 

@@ -158,6 +158,45 @@ def test_a_tie_with_a_later_part_goes_to_the_lower_position() -> None:
 
 
 @settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from(["lucene", "bm25+"]), st.sampled_from([0, 1024]))
+def test_explain_holds_and_idf_are_a_full_builds(seed: int, method: str, small: int) -> None:
+    rng = random.Random(seed)
+    model = Model([_text(rng) for _ in range(rng.randint(1, 120))], BM25Params(method=method))
+    for _ in range(rng.randint(1, 3)):
+        model.delete(rng, 0.2, with_texts=False)
+        model.add([_text(rng, skew=rng.random()) for _ in range(rng.randint(1, 20))])
+    live = model.live()
+    if not live:
+        return
+    full = BM25Index.build(live, ANALYZER, model.params)
+    with mock.patch.object(bm25_segments, "SMALL_DOCS", small):
+        segmented = SegmentedBM25(model.pairs)
+    positions = segmented.live_positions()
+    terms = sorted({t for q in QUERIES for t in ANALYZER.analyze(q)})
+    ours = [segmented.term_id(t) for t in terms]
+    theirs = [full.term_id(t) for t in terms]
+    assert [t < 0 for t in ours] == [t < 0 for t in theirs]
+    assert [segmented.idf(t) for t in ours] == [full.idf(t) for t in theirs]
+    sample = sorted(rng.sample(range(len(live)), min(len(live), 15)))
+    assert segmented.holds(ours, positions[sample].tolist()) == full.holds(theirs, sample)
+    for query in QUERIES:
+        for rank in sample:
+            assert segmented.explain(query, int(positions[rank])) == full.explain(query, rank)
+
+
+def test_a_deleted_position_is_explained_by_an_error_and_holds_nothing() -> None:
+    index = BM25Index.build(["alpha beta", "alpha"], ANALYZER)
+    segmented = SegmentedBM25([(index, tombstones(index, [0]))])
+    tid = segmented.term_id("beta")
+    assert tid == -1  # only the deleted document held it
+    assert segmented.holds([segmented.term_id("alpha")], [0, 1]) == [[False], [True]]
+    with pytest.raises(UsageError, match="not a live document"):
+        segmented.explain("alpha", 0)
+    with pytest.raises(UsageError, match="outside"):
+        segmented.explain("alpha", 2)
+
+
+@settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10**6))
 def test_a_merge_is_array_for_array_a_full_build(seed: int) -> None:
     rng = random.Random(seed)
