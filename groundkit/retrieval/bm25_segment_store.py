@@ -2,18 +2,20 @@
 
 Layout of a segmented index folder (ADR-0025)::
 
-    segments.json                 the manifest: format, version, segments in order
+    segments.json                 the current manifest: format, version, segments in order
+    manifest-000004.json          version 4's manifest (the versions :func:`clean` keeps)
     seg-000001/                   a BM25 index folder (:meth:`.BM25Index.save`), never changed
     seg-000001.del-000004.npz     its tombstones as of manifest version 4 (docs, terms, counts)
 
 Every file is written once under a fresh name, fsynced, and only then does a new
 manifest replace the old one (``os.replace``, then an fsync of the folder), so a reader
 sees the old generation or the new one and a crash at any point (``faults`` point
-``derived.bm25``, reached while a segment is written and again just before the manifest
-is replaced) leaves the previous manifest and everything it names intact. Files no
-manifest names are removed by :func:`clean` after each publication (a reader that has
-them open keeps its mappings). One writer at a time: the caller holds the lock
-(the collection's writer lock does).
+``derived.bm25``, reached while a segment is written and again just before each manifest
+file is replaced) leaves the previous manifest and everything it names intact. Files no
+kept manifest names are removed by :func:`clean` after each publication (a reader that has
+them open keeps its mappings); ``keep`` versions stay readable (``open_segmented(root,
+version=...)``), as a collection keeps the generations it still serves. One writer at a
+time: the caller holds the lock (the collection's writer lock does).
 
 :func:`update` is the edit path: a small segment for the added texts, tombstones for the
 deleted documents; it never rewrites an existing segment. :func:`merge` applies the merge
@@ -60,29 +62,32 @@ def create(root: Path, index: BM25Index) -> SegmentedBM25:
     return open_segmented(root)
 
 
-def open_segmented(root: Path, *, analyzer: Analyzer | None = None) -> SegmentedBM25:
-    """The generation the manifest at ``root`` names, its segments memory-mapped.
-    ``IndexMismatchError`` when a file is missing or damaged (after :data:`OPEN_TRIES`)."""
+def open_segmented(root: Path, *, analyzer: Analyzer | None = None,
+                   version: int | None = None) -> SegmentedBM25:
+    """The current generation at ``root`` (or manifest ``version``, one :func:`clean` kept),
+    its segments memory-mapped. ``IndexMismatchError`` when a file is missing or damaged
+    (after :data:`OPEN_TRIES`)."""
     tries = 0
     while True:
-        manifest = read_manifest(root)
+        manifest = read_manifest(root, version)
         try:
             return _open(root, manifest, analyzer)
         except IndexMismatchError:
             tries += 1
-            if tries == OPEN_TRIES or read_manifest(root) == manifest:
+            if tries == OPEN_TRIES or read_manifest(root, version) == manifest:
                 raise  # not a publication racing us: really damaged
 
 
 def update(root: Path, deleted: Sequence[int], added_texts: Sequence[str], *,
            deleted_texts: Sequence[str] | None = None,
-           current: SegmentedBM25 | None = None) -> SegmentedBM25:
+           current: SegmentedBM25 | None = None, keep: int = 1) -> SegmentedBM25:
     """Publish the next generation: the documents at positions ``deleted`` tombstoned
     (``deleted_texts``: their texts, when known, saves a pass over the postings) and
     ``added_texts`` appended as a new segment. Returns the new generation.
 
     ``current``: the generation now published, already open (a writer's last result):
     its segments are reused instead of opened again, when its version is the manifest's.
+    ``keep``: how many versions stay readable afterwards (:func:`clean`).
     """
     manifest = read_manifest(root)
     if current is None or current.version != manifest["version"]:
@@ -112,13 +117,13 @@ def update(root: Path, deleted: Sequence[int], added_texts: Sequence[str], *,
         pairs.append((fresh, Tombstones()))
         next_segment += 1
     _publish(root, {"version": version, "next_segment": next_segment, "segments": entries})
-    clean(root)
+    clean(root, keep)
     return SegmentedBM25(pairs, version=version)
 
 
-def merge(root: Path, policy: TieredPolicy | None = None) -> bool:
+def merge(root: Path, policy: TieredPolicy | None = None, *, keep: int = 1) -> bool:
     """Merge the segments ``policy`` picks, once, and publish; ``False``: nothing to do.
-    Call it until it returns ``False`` to settle a cascade."""
+    Call it until it returns ``False`` to settle a cascade. ``keep``: as :func:`update`'s."""
     policy = policy or TieredPolicy()
     manifest = read_manifest(root)
     current = _open(root, manifest, None)
@@ -141,19 +146,26 @@ def merge(root: Path, policy: TieredPolicy | None = None) -> bool:
         next_segment += 1
     _publish(root, {"version": int(manifest["version"]) + 1, "next_segment": next_segment,
                     "segments": entries})
-    clean(root)
+    clean(root, keep)
     return True
 
 
-def clean(root: Path) -> list[str]:
-    """Remove what the manifest does not name (older segments and tombstones, a crashed
-    writer's leftovers); the names removed."""
-    manifest = read_manifest(root)
-    keep = {MANIFEST} | {e["name"] for e in manifest["segments"]} | {
-        e["deleted"] for e in manifest["segments"] if e["deleted"]}
+def clean(root: Path, keep: int = 1) -> list[str]:
+    """Remove what neither the current manifest nor the ``keep - 1`` versions before it name
+    (older segments, tombstones and manifests, a crashed writer's leftovers); the names
+    removed. A generation a collection still serves keeps its version readable this way."""
+    if keep < 1:
+        raise UsageError(f"keep must be at least 1, got {keep}")
+    current = int(read_manifest(root)["version"])
+    kept = {MANIFEST}
+    for version in range(max(1, current - keep + 1), current + 1):
+        with contextlib.suppress(IndexMismatchError):  # a version cleaned before
+            manifest = read_manifest(root, version)
+            kept |= {_versioned(version)} | {e["name"] for e in manifest["segments"]} | {
+                e["deleted"] for e in manifest["segments"] if e["deleted"]}
     removed = []
     for path in sorted(root.iterdir()):
-        if path.name in keep:
+        if path.name in kept:
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -164,20 +176,26 @@ def clean(root: Path) -> list[str]:
     return removed
 
 
-def read_manifest(root: Path) -> dict[str, Any]:
-    path = root / MANIFEST
+def read_manifest(root: Path, version: int | None = None) -> dict[str, Any]:
+    """The current manifest, or version ``version``'s."""
+    path = root / (MANIFEST if version is None else _versioned(version))
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError as exc:
-        raise IndexMismatchError(f"no segmented BM25 index at {root} ({MANIFEST} missing)") \
+        raise IndexMismatchError(f"no segmented BM25 index at {root} ({path.name} missing)") \
             from exc
     except (OSError, ValueError) as exc:
         raise IndexMismatchError(f"{path} is unreadable ({exc}); rebuild the index") from exc
     segments = data.get("segments") if isinstance(data, dict) else None
     if (not isinstance(data, dict) or data.get("format") != FORMAT or not segments
-            or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in segments)):
+            or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in segments)
+            or (version is not None and data.get("version") != version)):
         raise IndexMismatchError(f"{path} is not a {FORMAT} manifest; rebuild the index")
     return data
+
+
+def _versioned(version: int) -> str:
+    return f"manifest-{version:06d}.json"
 
 
 def _open(root: Path, manifest: dict[str, Any], analyzer: Analyzer | None) -> SegmentedBM25:
@@ -222,18 +240,20 @@ def _read_tombstones(root: Path, name: str | None) -> Tombstones:
 
 
 def _publish(root: Path, manifest: dict[str, Any]) -> None:
-    """Replace the manifest atomically (its new files already written and fsynced)."""
-    text = json.dumps({"format": FORMAT, **manifest}, indent=1, sort_keys=True)
-    with tempfile.NamedTemporaryFile(dir=root, prefix=f".{MANIFEST}.", delete=False) as f:
-        try:
-            f.write(text.encode())
-            f.flush()
-            os.fsync(f.fileno())
-            faults.point("derived.bm25")
-        except BaseException:
-            os.unlink(f.name)
-            raise
-    os.replace(f.name, root / MANIFEST)
+    """Write the manifest as its version's file, then make it current, each atomically (its
+    new files already written and fsynced); a crash between leaves the previous current."""
+    text = json.dumps({"format": FORMAT, **manifest}, indent=1, sort_keys=True).encode()
+    for name in (_versioned(int(manifest["version"])), MANIFEST):
+        with tempfile.NamedTemporaryFile(dir=root, prefix=f".{name}.", delete=False) as f:
+            try:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+                faults.point("derived.bm25")
+            except BaseException:
+                os.unlink(f.name)
+                raise
+        os.replace(f.name, root / name)
     fd = os.open(root, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -62,6 +62,23 @@ def test_updates_and_merges_answer_as_a_full_build(tmp_path: Path) -> None:
     assert {p.name for p in root.iterdir() if p.is_dir()} == names  # merged-away ones gone
 
 
+def test_kept_versions_stay_readable_and_older_ones_go(tmp_path: Path) -> None:
+    root = tmp_path / "bm25"
+    segstore.create(root, BM25Index.build(_texts(1, 50), ANALYZER))
+    seen = {}
+    for version in range(2, 6):
+        seen[version] = answers(segstore.update(root, [version], _texts(version, 3), keep=2))
+    assert answers(segstore.open_segmented(root, version=4)) == seen[4]
+    assert answers(segstore.open_segmented(root, version=5)) == seen[5]
+    with pytest.raises(IndexMismatchError, match=r"manifest-000003\.json missing"):
+        segstore.open_segmented(root, version=3)
+    segstore.clean(root)  # keep=1: only the current version's files are left
+    assert sorted(p.name for p in root.iterdir() if p.suffix == ".json") == [
+        "manifest-000005.json", "segments.json"]
+    with pytest.raises(UsageError, match="at least 1"):
+        segstore.clean(root, 0)
+
+
 def test_a_generation_already_open_keeps_answering_after_an_update(tmp_path: Path) -> None:
     root = tmp_path / "bm25"
     old = segstore.create(root, BM25Index.build(_texts(1, 50), ANALYZER))
