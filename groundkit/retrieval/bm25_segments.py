@@ -308,7 +308,7 @@ class SegmentedBM25:
             if not spec:
                 continue
             if not self._lucene:
-                found += self._exhaustive(part, spec)
+                found += self._exhaustive(part, spec, top_k)
                 continue
             own = self.own_weights(part, spec)
             if np.array_equal(own, [w for *_, w in spec]) and np.float32(part.index.avgdl) \
@@ -317,7 +317,7 @@ class SegmentedBM25:
             elif sum(part.index.document_frequency(t) for t, *_ in spec) > EXHAUSTIVE_POSTINGS:
                 large.append((part, spec, own))
             else:
-                found += self._exhaustive(part, spec)
+                found += self._exhaustive(part, spec, top_k)
         found = sorted(found)[:top_k]
         for part, spec, stored_weights in large:
             found = sorted(found + self._pruned(part, spec, stored_weights, top_k, found))[:top_k]
@@ -334,31 +334,36 @@ class SegmentedBM25:
         idf = scoring.idf_lucene(np.asarray(dfs, dtype=np.float64), self.stats.n_docs)
         return np.asarray(idf, dtype=np.float32).tolist()  # type: ignore[no-any-return]
 
-    def _exhaustive(self, part: Part, spec: Spec) -> Found:
-        """Every live document of ``part`` holding a query term, with its exact total."""
+    def _exhaustive(self, part: Part, spec: Spec, k: int) -> Found:
+        """The best ``k`` live documents of ``part`` holding a query term, exact totals."""
         ptr, n = part.index.indptr, part.index.n_docs
         every = np.concatenate([part.index.docs[ptr[t] : ptr[t + 1]] for t, *_ in spec])
         small = n <= DENSE_TOTALS  # a table of every document costs less than a sort
         touched = np.flatnonzero(np.bincount(every, minlength=n)) if small else np.unique(every)
         if self._compiled is not None and self._lucene:
-            return self._found(part, touched, self._rescored(part, spec, touched))
+            return self._found(part, touched, self._rescored(part, spec, touched), k)
         ranges = [np.arange(ptr[t], ptr[t + 1]) for t, *_ in spec]
         docs = [part.index.docs[at] for at in ranges]
         if small:
             table = np.zeros(n, dtype=np.float64)
             for at, d, term in zip(ranges, docs, spec, strict=True):
                 table += np.bincount(d, self._scores(part, term, at), minlength=n)
-            return self._found(part, touched, table[touched])
+            return self._found(part, touched, table[touched], k)
         totals = np.zeros(len(touched), dtype=np.float64)
         for at, d, term in zip(ranges, docs, spec, strict=True):
             np.add.at(totals, np.searchsorted(touched, d), self._scores(part, term, at))
-        return self._found(part, touched, totals)
+        return self._found(part, touched, totals, k)
 
-    def _found(self, part: Part, local: npt.NDArray[Any], totals: F64Array) -> Found:
+    def _found(self, part: Part, local: npt.NDArray[Any], totals: F64Array, k: int) -> Found:
+        """The best ``k`` live documents among ``local`` by their ``totals``."""
         if part.live is not None:
             keep = part.live[local]
             local, totals = local[keep], totals[keep]
-        return list(zip((-totals).tolist(), part.position(local).tolist(), strict=True))
+        positions = part.position(local)
+        if len(totals) > k:
+            best = np.lexsort((positions, -totals))[:k]
+            positions, totals = positions[best], totals[best]
+        return list(zip((-totals).tolist(), positions.tolist(), strict=True))
 
     def _scores(self, part: Part, term: tuple[int, int, int, float], at: IntArray) -> F64Array:
         """The exact scores of postings ``at`` (of ``term``): float32 as the build scores
@@ -396,10 +401,10 @@ class SegmentedBM25:
             top = index._kernels.top_k(stored, want)
             local = np.fromiter((d for d, _ in top), dtype=np.int64, count=len(top))
             if same:
-                mine = self._found(part, local, np.array([t for _, t in top]))
+                mine = self._found(part, local, np.array([t for _, t in top]), k)
             else:
                 local.sort()
-                mine = self._found(part, local, self._rescored(part, spec, local))
+                mine = self._found(part, local, self._rescored(part, spec, local), k)
             if len(top) < want:  # every document holding a query term is here
                 return mine
             best = sorted(found + mine)[:k]
@@ -410,7 +415,7 @@ class SegmentedBM25:
                 if kth > ratio * tau + slack or (same and kth == tau and at <= last):
                     return mine
             want *= 4
-        return self._exhaustive(part, spec)
+        return self._exhaustive(part, spec, k)
 
     def _rescored(self, part: Part, spec: Spec, local: npt.NDArray[np.integer[Any]]
                   ) -> F64Array:
