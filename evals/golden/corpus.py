@@ -11,9 +11,10 @@ Document text is the file's bytes decoded exactly as groundkit decodes them
 (:func:`groundkit.sources.decode_bytes`: UTF-8, a leading BOM stripped, no
 newline translation, no normalisation), or for a file in an extracted format
 (PDF, HTML, DOCX, ODT, EPUB: :func:`groundkit.extract.for_file`) its text view as
-groundkit indexes it; answer offsets are code points of that text. The manifest
-records each extracted document's extractor identity: another extractor could make
-another view, so a different installed one is a problem, never a silent shift.
+groundkit indexes it (:func:`groundkit.extract.read`: a scanned PDF's is OCR's); answer
+offsets are code points of that text. The manifest records each extracted document's
+extractor identity: another extractor could make another view, so a different
+installed one is a problem, never a silent shift.
 A released version is never edited: any change makes ``golden/vN+1/``.
 Each version is checked with the rules it was released under
 (:func:`evals.golden.model.rules_for`).
@@ -215,9 +216,9 @@ def read_documents(docs: Path) -> Documents:
         checksums[doc_id] = hashlib.sha256(data).hexdigest()
         try:
             fmt = extract.for_file(doc_id, data)
-            if fmt is not None:
-                extractors[doc_id] = extract.identity_of(fmt)
-                texts[doc_id] = extract.extract(fmt, data).text
+            if fmt is not None:  # a scanned PDF (golden v5) is read by OCR, as grk index does
+                view, extractors[doc_id] = extract.read(fmt, data)
+                texts[doc_id] = view.text
                 continue
             decoded = decode_bytes(data)
         except MissingDependencyError as exc:

@@ -9,9 +9,11 @@ from groundkit.questions.model import (
     RULES_V2,
     RULES_V3,
     RULES_V4,
+    RULES_V5,
     TRAITS,
     TRAITS_V1,
     TRAITS_V4,
+    TRAITS_V5,
     USER_RULES,
     Answer,
     Golden,
@@ -23,6 +25,6 @@ from groundkit.questions.model import (
 
 __all__ = [
     "KINDS", "LONG_DOCUMENT_CHARS", "PARTS", "RULES_V1", "RULES_V2", "RULES_V3", "RULES_V4",
-    "TRAITS", "TRAITS_V1", "TRAITS_V4", "USER_RULES", "Answer", "Golden", "Minimums", "Question",
-    "Rules", "rules_for",
+    "RULES_V5", "TRAITS", "TRAITS_V1", "TRAITS_V4", "TRAITS_V5", "USER_RULES", "Answer",
+    "Golden", "Minimums", "Question", "Rules", "rules_for",
 ]

@@ -17,6 +17,7 @@ TRAITS_V1: tuple[str, ...] = (
 )
 TRAITS: tuple[str, ...] = (*TRAITS_V1, "cross_language")
 TRAITS_V4: tuple[str, ...] = (*TRAITS, "conflict")
+TRAITS_V5: tuple[str, ...] = (*TRAITS_V4, "scanned", "table_row", "table_header")
 LONG_DOCUMENT_CHARS = 20_000
 PARTS: tuple[str, ...] = ("train", "calibration", "test")
 """The parts of a version-2 split: learn on one, calibrate on another, report on the third."""
@@ -122,6 +123,11 @@ RULES_V4 = Rules(traits=TRAITS_V4, fields=_V4_FIELDS, domains=True, probes=True,
                                            "conflict": 40},
                                    extracted=250))
 """Version 4 adds the ``conflict`` trait and ``conflicting`` passages (superseded documents)."""
+RULES_V5 = Rules(traits=TRAITS_V5, fields=_V4_FIELDS, domains=True, probes=True,
+                 paraphrase_checked=True, split=True, minimums=RULES_V4.minimums)
+"""Version 5 adds the traits ``scanned`` (answered in a scanned copy's OCR view),
+``table_row`` (the answer is one table row) and ``table_header`` (the row answers only with
+its column headers), each on at least 15 questions."""
 STATUSES: tuple[str, ...] = ("draft", "accepted")
 USER_FIELDS = _V4_FIELDS | {"split", "status"}
 """A person's file may also carry its split part and a draft's status."""
@@ -132,5 +138,5 @@ USER_RULES = Rules(traits=TRAITS_V4, fields=USER_FIELDS, domains=False, probes=F
 
 
 def rules_for(version: int) -> Rules:
-    """The rules golden ``vN`` is checked with (the newest rules for versions after 4)."""
-    return {1: RULES_V1, 2: RULES_V2, 3: RULES_V3}.get(max(version, 1), RULES_V4)
+    """The rules golden ``vN`` is checked with (the newest rules for versions after 5)."""
+    return {1: RULES_V1, 2: RULES_V2, 3: RULES_V3, 4: RULES_V4}.get(max(version, 1), RULES_V5)
