@@ -57,16 +57,17 @@ from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView
 from .furniture import is_navigation, merged
 from .html_encoding import decode_html
 from .html_map import NON_WHITESPACE, WHITESPACE, Stream, align, raw_stream
-from .tables import TableMarks
+from .tables import TableMarks, consistent
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-OPTIONS = "v3"
+OPTIONS = "v4"
 """Bumped whenever the view, its map or its marks could change for the same bytes (by
 a change here, in :mod:`.html_map`, :mod:`.html_encoding`, :mod:`.furniture` or
 :mod:`.tables`; v2: hidden attributes and inline styles, navigation marked; v3: a data
-table's row is one line, its rows and header marked)."""
+table's row is one line, its rows and header marked; v4: a row's trailing empty cells
+add no `` | `` before the next row's text)."""
 
 _WS_RUN = re.compile(r"[\t\n\f\r ]+")
 
@@ -129,6 +130,9 @@ class _Walker:
     events: list[_Event] = field(default_factory=list)
     rows: list[bool] = field(default_factory=list)
     """Open table rows: whether each has text yet (a cell after it gets a bar)."""
+    bar: int = 0
+    """The open row (its depth in :attr:`rows`) whose next text starts a cell after text
+    of its own: a `` | `` comes before that text, if the row still has any (0: none)."""
     cells: int = 0
     """Open table cells: a block inside a cell is a line, not a paragraph."""
     data: bool = False
@@ -190,6 +194,10 @@ class _Walker:
     def _text(self, data: str, hidden: int, verbatim: int) -> None:
         if not data:
             return
+        shown = not hidden and (verbatim or NON_WHITESPACE.search(data) is not None)
+        if shown and self.bar:  # the text the builder writes next: the bar goes before it
+            self.events.append((_CELL, 0, ""))
+            self.bar = 0
         self.events.append((_TEXT, _HIDDEN if hidden else _VERBATIM if verbatim else _VISIBLE,
                             data))
         if not hidden and self.rows and not self.rows[-1] and NON_WHITESPACE.search(data):
@@ -217,7 +225,7 @@ class _Walker:
             self.cells += 1
             self.data_cells += self.data
             if self.rows and self.rows[-1]:
-                self.events.append((_CELL, 0, ""))
+                self.bar = len(self.rows)
 
     def _leave(self, tag: str) -> None:
         if self.data_cells and (tag in _PARAGRAPH_TAGS or tag in _LINE_TAGS):
@@ -233,6 +241,8 @@ class _Walker:
         elif tag in _LINE_TAGS:
             self.events.append((_BLOCK, 1, ""))
             if tag == "tr" and self.rows:
+                if self.bar == len(self.rows):  # its last cells were empty: no bar
+                    self.bar = 0
                 self.rows.pop()
                 if self.data:
                     self.events.append((_ROW, 0, ""))
@@ -429,7 +439,7 @@ def markup_view(data: bytes, *, part: str | None = None, limits: Limits) -> Text
                      for start, end, a, b in view.segments)
     headings = tuple(sorted(view.headings, key=lambda h: (h.start, h.level)))
     return TextView(text, "html", segments, headings, _declared(parser),
-                    merged(view.furniture), tables=tuple(view.tables.marks))
+                    merged(view.furniture), tables=consistent(text, view.tables.marks, "html"))
 
 
 def _declared(parser: Any) -> str:

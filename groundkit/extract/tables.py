@@ -20,13 +20,21 @@ of key-value pairs has no column names, and a row taken for a header is never qu
 Only outermost tables are marked; a table nested in a cell is part of that cell's text.
 
 :class:`TableMarks` is what a builder calls as it writes a table's rows;
-:func:`rows` gives back a mark's row lines.
+:func:`rows` gives back a mark's row lines. :func:`kept` is the builder's last step: a
+mark the view's own check (:func:`~groundkit.extract.base.check_tables`) would refuse is
+dropped and logged, its text kept as plain lines, so a fault in the row bookkeeping costs
+a table its rows, never the whole file its place in the index (ADR-0024).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+from .base import ExtractError, check_tables
+
+_log = logging.getLogger(__name__)
 
 Table = tuple[int, int, int]
 """``(start, end, header_end)`` of a table in a text view (see the module)."""
@@ -84,3 +92,19 @@ def rows(text: str, table: Table) -> Iterator[tuple[int, int, bool]]:
         if stop > at:
             yield at, stop, stop <= header_end
         at = stop + 1
+
+
+def consistent(text: str, marks: Sequence[Table], format: str) -> tuple[Table, ...]:
+    """The ``marks`` that :func:`~groundkit.extract.base.check_tables` accepts over
+    ``text``, in order; each other one is left out with a warning saying why (its lines
+    stay in the view, read as lines, not rows)."""
+    out: list[Table] = []
+    for mark in marks:
+        try:
+            check_tables(text, [*out[-1:], mark], format)
+        except ExtractError as exc:
+            _log.warning("%s: the table [%d, %d) is kept as text, without its rows marked",
+                         exc, mark[0], mark[1])
+            continue
+        out.append(mark)
+    return tuple(out)

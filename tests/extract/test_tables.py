@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import logging
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from groundkit.extract import extractor, read
 from groundkit.extract.base import ExtractError, Limits, TextView
 from groundkit.extract.html import markup_view
-from groundkit.extract.tables import TableMarks, rows
+from groundkit.extract.tables import TableMarks, consistent, rows
 from groundkit.model import Document
 from groundkit.text.chunking import ChunkerConfig, make_chunks, spans
 
@@ -117,6 +118,41 @@ def test_a_hidden_row_is_not_a_row() -> None:
     page = "<table><tr><th>k<th>v<tr hidden><td>x<td>0<tr><td>a<td>1</table>"
     view = markup_view(page.encode(), limits=Limits())
     assert row_texts(view) == [[("k | v", True), ("a | 1", False)]]
+
+
+def test_an_empty_last_cell_adds_no_bar_to_the_next_row_or_the_next_block() -> None:
+    """haproxy's manual (cut to ``haproxy-cut.html``): a header row ending in an empty
+    ``<th>`` once glued the first body row to the header (``Usage | FALSE``) and the
+    whole page was refused; a last row ending in an empty cell glued the next heading."""
+    data = (HTML / "haproxy-cut.html").read_bytes()
+    view = view_of("html", data)
+    assert row_texts(view) == [[("ACL name | Equivalent to Usage", True),
+                                ("FALSE | always_false | never match", False),
+                                ("HTTP | req.proto_http | match if request protocol is valid "
+                                 "HTTP", False),
+                                ("WAIT_END | wait_end", False)]]
+    assert view.text.endswith("\nWAIT_END | wait_end\n\n8. Logging")
+    (table,) = view.tables
+    last = list(rows(view.text, table))[-1]
+    assert cell_source(view, data, last[0], last[0] + len("WAIT_END")) == "WAIT_END"
+    layout = markup_view(b"<table><tr><td><h3>a</h3><td></table><p>b", limits=Limits())
+    assert (layout.text, layout.tables) == ("a\n\nb", ())
+
+
+def test_a_mark_the_view_would_refuse_is_dropped_and_logged_its_text_kept(
+        caplog: pytest.LogCaptureFixture) -> None:
+    text = "k | v\na | 1\n\nx | y\nb | 2"
+    marks = [(0, 11, 3), (13, 24, 18), (16, 24, 16), (13, 99, 13)]
+    with caplog.at_level(logging.WARNING, logger="groundkit.extract.tables"):
+        assert consistent(text, marks, "html") == ((13, 24, 18),)
+    assert [r.getMessage() for r in caplog.records] == [
+        "html extractor marked a table header ending inside a row at 3: the table [0, 11) is "
+        "kept as text, without its rows marked",
+        "html extractor marked a bad table [16, 24) (header to 16, view of 24): the table "
+        "[16, 24) is kept as text, without its rows marked",
+        "html extractor marked a bad table [13, 99) (header to 13, view of 24): the table "
+        "[13, 99) is kept as text, without its rows marked"]
+    assert TextView(text, "html", tables=consistent(text, marks, "html")).text == text
 
 
 def test_docx_header_rows_are_the_leading_rows_marked_tbl_header() -> None:
