@@ -49,9 +49,10 @@ class ProgressBar:
     """``with ProgressBar("indexing") as bar: ... bar.update(done, total, label)``."""
 
     def __init__(self, title: str, stream: TextIO | None = None, interval: float = 0.1, *,
-                 log_every: float = LOG_EVERY,
+                 log_every: float = LOG_EVERY, unit: str = "files",
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.title = title
+        self.unit = unit  # what the title's phase counts; the embedding phase counts chunks
         self.stream = stream if stream is not None else sys.stderr
         self.tty = self.stream.isatty()
         self.interval = interval
@@ -97,7 +98,7 @@ class ProgressBar:
         self._end_line()
         self._phase, self._started, self._last = phase, now, now
         self._finished = self._logged = False
-        unit = "chunks" if phase == EMBEDDING else "files"
+        unit = "chunks" if phase == EMBEDDING else self.unit
         self.stream.write(f"{phase} {total:,} {unit}{estimate}\n")
         self.stream.flush()
 
@@ -107,7 +108,7 @@ class ProgressBar:
 
     def _line(self, done: int, total: int, now: float) -> str:
         """``embedding: 1,536/12,163 chunks (13%), 24.1/s, about 7 min left``."""
-        unit = "chunks" if self._phase == EMBEDDING else "files"
+        unit = "chunks" if self._phase == EMBEDDING else self.unit
         share = f" ({100 * done // total}%)" if total else ""
         line = f"{self._phase}: {done:,}/{total:,} {unit}{share}"
         rate = self._rate(done, now)

@@ -73,3 +73,19 @@ def test_the_progress_bar_draws_on_a_terminal_and_ends_with_a_newline() -> None:
 
 def test_durations_read_as_a_person_says_them() -> None:
     assert [duration(s) for s in (4.4, 89, 420, 7300)] == ["4 s", "89 s", "7 min", "2 h 02 min"]
+
+
+def test_a_phase_counts_what_it_says_it_counts() -> None:
+    stream, clock = io.StringIO(), Clock()
+    with ProgressBar("answers (bm25)", stream, log_every=10, unit="questions",
+                     clock=clock) as bar:
+        bar.update(0, 1521)
+        clock.now = 10.0
+        bar.update(76, 1521)
+        clock.now = 20.0
+        bar.update(1521, 1521)
+    assert stream.getvalue().splitlines() == [
+        "answers (bm25) 1,521 questions",
+        "answers (bm25): 76/1,521 questions (4%), 7.6/s, about 3 min left",
+        "answers (bm25): 1,521/1,521 questions (100%), 76.0/s, done in 20 s",
+    ]

@@ -59,6 +59,7 @@ from groundkit.answer import Answer, Choice, Citation, ask
 from groundkit.collection import Collection
 from groundkit.embeddings.ollama import OLLAMA_DEFAULT_HOST
 from groundkit.errors import GroundkitError, MissingDependencyError, ProviderError
+from groundkit.progress import ProgressBar
 from groundkit.retrieval import gate
 
 ALPHA = 0.1
@@ -97,7 +98,8 @@ def answer_block(questions: Sequence[rpt.Question], coll: Collection,
                  signals: Signals) -> dict[str, Any]:
     """The report's ``answers`` block (see the module docstring), ``by_mode`` holding
     bm25's: :func:`add_modes` adds the modes that embed, where the model may run."""
-    answers = {q.query_id: ask(coll, q.text, mode=MODE) for q in questions}
+    by_choice = _answered(questions, coll)
+    answers = by_choice["default"]
     scorer = gate.SCORERS[MODE]
     name = scorer.signals["bm25"]
     calibration = sorted(signals(q.text)[name] for q in questions
@@ -112,7 +114,7 @@ def answer_block(questions: Sequence[rpt.Question], coll: Collection,
                      **_scores(test, answers, gated)} if calibration else None,
             "by_mode": {MODE: {"measured": True, "part": "test", "stage": MODE,
                                **_scores(test, answers)}},
-            "choices": _choices(questions, coll, answers),
+            "choices": _choices(questions, by_choice),
             "conflicts": _conflicts(questions, answers),
         },
         "llm": _llm_block(questions, coll),
@@ -133,19 +135,54 @@ def add_modes(block: dict[str, Any], questions: Sequence[rpt.Question],
             by_mode[mode] = {"measured": False, "reason": "not measured: the run has no "
                              "embedding stage (dense-minilm) whose collection it can use"}
             continue
-        answers = {q.query_id: ask(embedded, q.text, mode=mode) for q in test}
+        answers = _each(f"answers ({mode}, top 5, test part)", test, embedded, mode=mode)
         by_mode[mode] = {"measured": True, "part": "test", "stage": stage,
                          **_scores(test, answers)}
         if mode == "hybrid":  # the lexical share of a unit's score, against none
             alone = Choice(lexical_share=0.0)
-            scored = _scores(test, {q.query_id: ask(embedded, q.text, mode=mode, choice=alone)
-                                    for q in test})
+            scored = _scores(test, _each("answers (hybrid, embedding only, test part)", test,
+                                         embedded, mode=mode, choice=alone))
             by_mode[mode]["embedding_only"] = {"choice": alone.to_dict(),
                                                **{k: scored[k] for k in _SHOWN}}
 
 
-def _choices(questions: Sequence[rpt.Question], coll: Collection,
-             default: Mapping[str, Answer]) -> dict[str, Any]:
+def _answered(questions: Sequence[rpt.Question],
+              coll: Collection) -> dict[str, dict[str, Answer]]:
+    """Every question's answer by the default choice, and, where the questions have the
+    parts :func:`_choices` compares, every split question's answer by each other choice
+    of :data:`CHOICES`. Question by question: the passages one question's answers read
+    recur across the choices (and their units are cached, :mod:`groundkit.answer`).
+    Progress goes to stderr, as ``grk index``'s does."""
+    parts = {q.split for q in questions}
+    split = [] if not ({"train", "calibration"} & parts and "test" in parts) else [
+        name for name in CHOICES if name != "default"]
+    by_choice: dict[str, dict[str, Answer]] = {name: {} for name in ("default", *split)}
+    title = f"answers ({MODE}, top 5, {1 + len(split)} ways of choosing sentences)"
+    with ProgressBar(title, unit="questions") as bar:
+        for done, q in enumerate(questions):
+            bar.update(done, len(questions))
+            for name in by_choice:
+                if name == "default" or q.split in ("train", "calibration", "test"):
+                    by_choice[name][q.query_id] = ask(coll, q.text, mode=MODE,
+                                                      choice=CHOICES[name])
+        bar.update(len(questions), len(questions))
+    return by_choice
+
+
+def _each(title: str, questions: Sequence[rpt.Question], coll: Collection,
+          **options: Any) -> dict[str, Answer]:
+    """``ask(coll, question, **options)`` for every question, with progress on stderr."""
+    answers: dict[str, Answer] = {}
+    with ProgressBar(title, unit="questions") as bar:
+        for done, q in enumerate(questions):
+            bar.update(done, len(questions))
+            answers[q.query_id] = ask(coll, q.text, **options)
+        bar.update(len(questions), len(questions))
+    return answers
+
+
+def _choices(questions: Sequence[rpt.Question],
+             by_choice: Mapping[str, Mapping[str, Answer]]) -> dict[str, Any]:
     """Every choice of :data:`CHOICES` on the tuning parts and on the test part (bm25)."""
     tune = [q for q in questions if q.split in ("train", "calibration")]
     test = [q for q in questions if q.split == "test"]
@@ -154,8 +191,7 @@ def _choices(questions: Sequence[rpt.Question], coll: Collection,
     out: dict[str, Any] = {"measured": True, "mode": MODE, "tune": "train+calibration",
                            "report": "test", "variants": {}}
     for name, choice in CHOICES.items():
-        answers = default if name == "default" else {
-            q.query_id: ask(coll, q.text, mode=MODE, choice=choice) for q in (*tune, *test)}
+        answers = by_choice[name]
         scored = {part: _scores(qs, answers) for part, qs in (("tune", tune), ("test", test))}
         out["variants"][name] = {"choice": choice.to_dict(), **{
             part: {k: s[k] for k in _SHOWN} for part, s in scored.items()},

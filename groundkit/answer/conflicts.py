@@ -34,6 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
+from typing import Any
 
 from ..text.analysis import Analyzer
 from .extractive import QUESTION_WORDS
@@ -193,7 +195,13 @@ def _about(a: _Span, b: _Span) -> str | None:
 
 
 def _span(citation: Citation, analyzer: Analyzer) -> _Span:
-    text = citation.text
+    return _Span(citation, *_read(citation.text, analyzer))
+
+
+@lru_cache(maxsize=16_384)  # an answer reads every unit of its passages; passages recur
+def _read(text: str, analyzer: Analyzer) -> tuple[Any, ...]:
+    """A span's values, values as written, context words, row key and words (the fields
+    of :class:`_Span` after its citation): they depend on its text alone."""
     values: dict[str, set[str]] = {}
     shown: dict[str, list[str]] = {}
     for match in _VALUE.finditer(text):
@@ -210,8 +218,8 @@ def _span(citation: Citation, analyzer: Analyzer) -> _Span:
         cells = [c.strip() for c in text.strip().strip("|").split("|")]
         key = " ".join(cells[0].split()).casefold() if cells else ""
     words = tuple(w.strip(".,;:()\"'").casefold() or w for w in _WORD.findall(text))
-    return _Span(citation, {k: frozenset(v) for k, v in values.items()},
-                 {k: tuple(dict.fromkeys(v)) for k, v in shown.items()}, context, key, words)
+    return ({k: frozenset(v) for k, v in values.items()},
+            {k: tuple(dict.fromkeys(v)) for k, v in shown.items()}, context, key, words)
 
 
 def _value(match: re.Match[str]) -> tuple[str, str]:

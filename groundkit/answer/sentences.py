@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 KINDS = ("sentence", "item", "row", "header", "heading", "code")
 
@@ -78,10 +79,19 @@ def units(text: str, furniture: Sequence[tuple[int, int, str]] = (),
     either side that still hold a word; a unit wholly inside a run is gone. ``tables``
     are the marked tables of ``text`` (``(start, end, header_end, header)``, sorted).
     """
+    return list(_units(text, tuple((a, b, kind) for a, b, kind in furniture),
+                       tuple((a, b, h, header) for a, b, h, header in tables)))
+
+
+@lru_cache(maxsize=2_048)  # passages recur: across an answer's steps, across questions
+def _units(text: str, furniture: tuple[tuple[int, int, str], ...],
+           tables: tuple[tuple[int, int, int, str], ...]) -> tuple[Unit, ...]:
     found = list(_tables(u for u in _blocks(text) if u.end > u.start))
     if tables:
         found = _marked(text, found, tables)
-    return [piece for u in found for piece in _outside(text, u, furniture)] if furniture else found
+    if not furniture:
+        return tuple(found)
+    return tuple(piece for u in found for piece in _outside(text, u, furniture))
 
 
 def _marked(text: str, found: list[Unit], tables: Sequence[tuple[int, int, int, str]]

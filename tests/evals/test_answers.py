@@ -101,12 +101,14 @@ def test_the_html_report_shows_the_answer_stages(tmp_path: Path) -> None:
 
 
 def test_every_sentence_choice_is_measured_on_the_tuning_and_test_parts(
-        coll: Collection) -> None:
+        coll: Collection, capsys: pytest.CaptureFixture[str]) -> None:
     from evals.golden.answers import CHOICES
 
     train = [dataclasses.replace(q, split="train") for q in questions("train")]
     block = answer_block([*train, *questions("test")], coll,
                          lambda text: {"bm25.idf_coverage": 0.5})
+    said = capsys.readouterr().err  # the step is never silent, terminal or not
+    assert f"answers (bm25, top 5, {len(CHOICES)} ways of choosing sentences) " in said
     choices = block["extractive"]["choices"]
     assert choices["measured"] and set(choices["variants"]) == set(CHOICES)
     one = choices["variants"]["default"]
