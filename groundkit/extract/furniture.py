@@ -32,7 +32,8 @@ it is never reached.
 ``navigation``
     HTML: what a ``nav`` element, a page-level ``header``, ``footer`` or ``aside``, an
     element whose ARIA role is navigation, banner, contentinfo or search, or a DocBook or
-    common navigation class (:data:`NAVIGATION_CLASSES`) holds (:mod:`.html`).
+    common navigation class or a class Bootstrap hides (:data:`NAVIGATION_CLASSES`) holds
+    (:mod:`.html`).
 
 The detector is part of each extractor's identity (its algorithm version): a change to it
 re-indexes, never silently changes a verdict.
@@ -61,10 +62,15 @@ CONTENTS_LINES = 6
 """Lines ending in a page number a page needs before it can be a table of contents."""
 NAVIGATION_CLASSES = frozenset({
     "docnav", "navheader", "navfooter", "navbar", "navigation", "breadcrumb", "breadcrumbs",
-    "skip-link", "skiplink", "site-header", "site-footer", "site-nav", "banner", "masthead"})
+    "skip-link", "skiplink", "site-header", "site-footer", "site-nav", "banner", "masthead",
+    "dropdown-menu", "sr-only", "visually-hidden"})
 """``class`` or ``id`` tokens that mark HTML navigation (DocBook's ``docnav``,
-``navheader`` and ``navfooter``; a site ``banner``; common theme names). DocBook's
-``sidebar`` is content, so it is not here."""
+``navheader`` and ``navfooter``; a site ``banner``; common theme names), and the classes
+whose meaning every Bootstrap style sheet fixes as hidden from a sighted reader: a
+``dropdown-menu`` (a menu shown only when its toggle is clicked: haproxy's "This keyword
+is available in sections" pop-ups) and ``sr-only``/``visually-hidden`` (text for screen
+readers only, such as "Toggle navigation"). DocBook's ``sidebar`` is content, so it is
+not here."""
 NAVIGATION_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 
 _DIGITS = re.compile(r"\d+")

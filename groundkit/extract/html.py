@@ -24,8 +24,9 @@ browser does, and a walk over its tree writes the text of the visible nodes:
   not applied, so what only a class hides is still read;
 - navigation is in the view but marked as furniture (:mod:`.furniture`): a ``nav``, a
   ``header``, ``footer`` or ``aside`` outside ``article`` and ``main``, an ARIA role of
-  navigation, banner, contentinfo or search, and navigation classes such as DocBook's
-  ``docnav``; an answer never quotes it;
+  navigation, banner, contentinfo or search, navigation classes such as DocBook's
+  ``docnav``, and the classes Bootstrap's style sheets hide (``dropdown-menu``,
+  ``sr-only``, ``visually-hidden``); an answer never quotes it;
 - ``h1``-``h6`` are the outline: :class:`~groundkit.extract.base.Heading` entries at
   their text's offset, titled with their collapsed text. A page without any of them
   starts with its ``<title>``, as a level-1 heading; a page with headings has its title
@@ -62,12 +63,13 @@ from .tables import TableMarks, consistent
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-OPTIONS = "v4"
+OPTIONS = "v5"
 """Bumped whenever the view, its map or its marks could change for the same bytes (by
 a change here, in :mod:`.html_map`, :mod:`.html_encoding`, :mod:`.furniture` or
 :mod:`.tables`; v2: hidden attributes and inline styles, navigation marked; v3: a data
 table's row is one line, its rows and header marked; v4: a row's trailing empty cells
-add no `` | `` before the next row's text)."""
+add no `` | `` before the next row's text; v5: ``dropdown-menu``, ``sr-only`` and
+``visually-hidden`` are navigation)."""
 
 _WS_RUN = re.compile(r"[\t\n\f\r ]+")
 

@@ -6,6 +6,8 @@ contents line sits; the real gnuplot pages carry gnuplot's own running heads.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from groundkit.extract import Limits, TextView, furniture
@@ -129,6 +131,24 @@ def test_html_navigation_is_marked_and_content_headers_are_not() -> None:
     assert marked(view) == [("navigation", "Home | Docs"), ("navigation", "Prev Next"),
                             ("navigation", "(c) Acme"), ("navigation", "Site footer")]
     assert "Retention" in view.text and "Written by the platform team." in view.text
+
+
+def test_bootstrap_menus_and_screen_reader_text_are_navigation() -> None:
+    """haproxy's keyword pop-ups (a Bootstrap ``dropdown-menu`` its style sheet hides,
+    inside the manual's ``<pre>`` text) are furniture; the keyword that opens one and
+    the sentence around it are content."""
+    path = Path(__file__).parent / "fixtures" / "html" / "haproxy-cut.html"
+    view = html(path.read_bytes())
+    menu = ("This keyword is available in sections :\nBind options\n"
+            "Server and default-server options")
+    assert marked(view) == [("navigation", "Toggle navigation HAProxy"), ("navigation", menu)]
+    sentence = view.text.index('relative path is used with "ca-file')
+    assert view.furniture[1][0] > view.text.index("ca-file", sentence)
+    assert view.text.index('" directives.') >= view.furniture[1][1]
+    inline = html(b"<p>Save <span class='visually-hidden'>(opens a dialog)</span> now.</p>"
+                  b"<a class='x sr-only' href='#main'>Skip</a><p>Body text.</p>")
+    assert inline.text == "Save (opens a dialog) now.\n\nSkip\n\nBody text."
+    assert marked(inline) == [("navigation", "(opens a dialog)"), ("navigation", "Skip")]
 
 
 def test_hidden_html_is_left_out_of_the_view() -> None:
