@@ -284,3 +284,22 @@ def test_judgements_are_stored_and_reused_for_the_same_model_only(tmp_path: Path
     other = st.Judgements(Other(), store)
     other("q", "noise")
     assert other.reused == 0 and len(store.read_text().splitlines()) == 3
+
+
+def test_the_page_shows_each_modes_gate_and_says_why_one_was_not_measured() -> None:
+    from evals.llm_run import render
+
+    rows = [{"part": part, "kind": "answerable", "traits": ["none"], "label": label,
+             "p_yes": p, "score": math.log(p / (1 - p)), "near_miss_passage": False}
+            for part, label, p in (("train", True, 0.4), ("train", False, 0.2),
+                                   ("test", True, 0.45), ("test", False, 0.3))]
+    measure = {"bm25": 0.5, "reranked": 0.6, "delta": 0.1, "ci": [0.0, 0.2], "p_value": 0.5}
+    block = {"measured": True, "sample": {}, "judge": st.judge_block(rows),
+             "model": {"model": "m", "sha256": "0" * 64, "runtime": "r", "options": "{}"},
+             "cost": {"calls": 4, "cpu_s_per_call": 1.0, "wall_s_per_call": 1.0},
+             "rerank": {"depth": 5, "questions": 1, "measures": {"nDCG@10": measure}},
+             "gate": {"bm25": st.gate_block(gate_sample()),
+                      "hybrid": {"measured": False, "reason": "not measured: no lancedb"}}}
+    page = render(block)
+    assert "(chosen on train)" in page and "judge+bm25 (logistic)" in page
+    assert "hybrid gate: not measured: no lancedb" in page
