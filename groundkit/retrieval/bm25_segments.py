@@ -35,6 +35,7 @@ lower position, as in a full build over the documents in that order.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -151,6 +152,10 @@ class SegmentedBM25:
             if len(dead.docs) and dead.docs[-1] >= index.n_docs:
                 raise UsageError(f"a tombstone names document {int(dead.docs[-1])} of a "
                                  f"segment of {index.n_docs}")
+            if len(dead.terms) and (dead.terms[-1] >= index.n_terms or np.any(
+                    np.diff(np.asarray(index.indptr))[dead.terms] < dead.counts)):
+                raise UsageError("a tombstone drops a term the segment lacks, or more of its "
+                                 "documents than hold it")
         self.version = version
         """The manifest version it was opened from (:mod:`.bm25_segment_store`)."""
         self.segments = [index for index, _ in segments]
@@ -165,6 +170,7 @@ class SegmentedBM25:
         self._compiled = compiled_kernel()
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
+        self._lock = threading.Lock()
         self.parts = self._parts(segments)
         self._whole = (self.segments[0] if len(self.segments) == 1 and not self.tombstones[0]
                        else None)
@@ -207,8 +213,10 @@ class SegmentedBM25:
         if tid is None:  # kept for the generation's life: ids must not change under callers
             tid = -1
             if self.document_frequency(term) > 0:
-                tid = self._term_ids[term] = len(self._terms)
-                self._terms.append(term)
+                with self._lock:  # two threads must not hand out one id
+                    tid = self._term_ids.setdefault(term, len(self._terms))
+                    if tid == len(self._terms):
+                        self._terms.append(term)
         return tid
 
     def term(self, term_id: int) -> str:

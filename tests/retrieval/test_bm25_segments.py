@@ -285,6 +285,10 @@ def test_segments_must_agree_and_tombstones_must_fit() -> None:
         SegmentedBM25([(one, Tombstones(docs=np.array([3])))])
     with pytest.raises(UsageError, match="ascending"):
         Tombstones(docs=np.array([2, 1]))
+    for terms, counts in (([one.n_terms], [1]), ([0], [2])):  # a term it lacks; too many
+        dead = Tombstones(docs=np.array([0]), terms=np.array(terms), counts=np.array(counts))
+        with pytest.raises(UsageError, match="lacks"):
+            SegmentedBM25([(one, dead)])
 
 
 def test_the_policy_merges_ten_adjacent_segments_of_a_level_and_cascades() -> None:
