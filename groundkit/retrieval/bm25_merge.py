@@ -1,15 +1,16 @@
 """Tombstones and merges for segmented BM25 (:mod:`.bm25_segments`, ADR-0025).
 
-:func:`tombstones` records deletions in a segment without touching its files: which
-documents, and by how much each term's document frequency drops. It reads the deleted
-documents' terms off their texts when the caller has them (re-analysed: a few chunks,
-milliseconds), checked against the lengths the segment recorded, and otherwise off the
-segment's postings (one pass over them).
+:func:`tombstones` records deletions in a segment (:class:`Tombstones`) without touching
+its files: which documents, and by how much each term's document frequency drops. It reads
+the deleted documents' terms off their texts when the caller has them (re-analysed: a few
+chunks, milliseconds), checked against the lengths the segment recorded, and otherwise off
+the segment's postings (one pass over them).
 
 :func:`merged` folds adjacent segments into one index over their live documents in
 order: array for array the index a full build over those documents' texts gives, but
-from the postings, nothing re-analysed. :func:`plan` is the merge policy (a logarithmic
-tiered policy over *adjacent* segments, because document order is the tie order).
+from the postings, nothing re-analysed (:func:`scored` scores postings, optionally without
+block maxima, for small segments). :class:`TieredPolicy` is the merge policy (logarithmic
+tiers over *adjacent* segments, because document order is the tie order).
 """
 
 from __future__ import annotations
