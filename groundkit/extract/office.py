@@ -46,7 +46,7 @@ from xml.etree.ElementTree import Element
 from ..errors import MissingDependencyError
 from . import declared
 from .base import ExtractError, Extractor, Heading, Limits, Segment, TextView, join_views
-from .tables import TableMarks
+from .tables import TableMarks, consistent
 from .zipsafe import SafeZip, XmlWalker, walk_xml, xml_tree
 
 ALGORITHM = "v2"
@@ -189,9 +189,10 @@ class _Builder:
         self.boundary(LINE if block.item else PARA)
 
     def view(self) -> TextView:
-        return TextView("".join(self._pieces), self.format, tuple(self._segments),
+        text = "".join(self._pieces)
+        return TextView(text, self.format, tuple(self._segments),
                         tuple(sorted(self._headings, key=lambda h: h.start)),
-                        tables=tuple(self.tables.marks))
+                        tables=consistent(text, self.tables.marks, self.format))
 
 
 def _int(value: str | None, default: int) -> int:

@@ -155,6 +155,19 @@ def test_a_mark_the_view_would_refuse_is_dropped_and_logged_its_text_kept(
     assert TextView(text, "html", tables=consistent(text, marks, "html")).text == text
 
 
+def test_an_office_part_drops_a_bad_mark_and_keeps_its_text(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from groundkit.extract.office import _Builder
+
+    builder = _Builder(format="docx", part="word/document.xml", limit=1 << 20)
+    builder.text("k | v")
+    builder.tables.marks.append((0, 5, 3))  # a header ending inside its row
+    with caplog.at_level(logging.WARNING, logger="groundkit.extract.tables"):
+        view = builder.view()
+    assert view.text == "k | v" and view.tables == ()
+    assert "the table [0, 5) is kept as text" in caplog.text
+
+
 def test_docx_header_rows_are_the_leading_rows_marked_tbl_header() -> None:
     def row(header: str, *cells: str) -> str:
         props = f"<w:trPr><w:tblHeader{header}/></w:trPr>" if header is not None else ""
