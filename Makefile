@@ -157,6 +157,10 @@ eval-v3: $(STAMP) ## the same run on golden v3 (before the archive slice), with 
 	$(PY) -m evals run --golden golden/v3 --out evals/results/v3 --html reports/latest-v3.html \
 	  --expected evals/expected/golden-v3.json
 
+eval-v5: $(STAMP) ocr ## the same run on golden v5 (v4 plus scanned copies read by OCR and table rows), with its own gates
+	$(PY) -m evals run --golden golden/v5 --out evals/results/v5 --html reports/latest-v5.html \
+	  --expected evals/expected/golden-v5.json
+
 eval-v2: $(STAMP) ## the same run on golden v2 (Markdown and text only), with its own gates
 	$(PY) -m evals run --golden golden/v2 --out evals/results/v2 --html reports/latest-v2.html \
 	  --expected evals/expected/golden-v2.json
