@@ -27,6 +27,11 @@ line of a fenced code block; its ``(start, end)`` index the passage's own text, 
   is read from the mark instead: each line a row, the marked header rows ``header``
   units (an unmarked first row is a row), and a row whose header lies in an earlier
   chunk carries the header's text as ``header``.
+* Page furniture (a chunk's ``furniture`` runs) is in no unit: a unit it cuts keeps the
+  pieces on either side that hold a word, and a piece that does not open as a sentence
+  does (a lower-case word, punctuation) at least :data:`CUT_WORDS` words, as does a unit
+  standing alone between two runs; so a sentence that a site's menus cut after every
+  keyword leaves no ``", "ca-file`` to quote.
 """
 
 from __future__ import annotations
@@ -56,6 +61,11 @@ _ABBREVIATIONS = frozenset({
     "e.g", "i.e", "etc", "vs", "cf", "al", "approx", "dr", "mr", "mrs", "ms", "no", "nr",
     "fig", "figs", "eq", "ch", "sec", "vol", "pp", "st", "jr", "sr", "inc", "ltd", "co",
     "resp", "ca", "z.b", "usw", "bzw"})
+
+
+CUT_WORDS = 3
+"""Words (whitespace-separated, each holding a letter or digit) that a piece of a unit
+cut by furniture or a marked table, not opening as a sentence, must hold to be quoted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,21 +127,38 @@ def _marked(text: str, found: list[Unit], tables: Sequence[tuple[int, int, int, 
 
 def _outside(text: str, unit: Unit, furniture: Sequence[tuple[int, int, str]]
              ) -> Iterator[Unit]:
-    """The pieces of ``unit`` outside every furniture run, trimmed, each with a word."""
+    """The pieces of ``unit`` outside every furniture run, trimmed, each with its words:
+    one if ``unit`` is whole and stands among text, :data:`CUT_WORDS` if a run cuts it or
+    it stands alone between two runs (a menu after every keyword of a sentence)."""
     start = unit.start
+    least = CUT_WORDS if _between(text, unit, furniture) else 1
     for a, b, _ in furniture:
         if b <= start or a >= unit.end:
             continue
         if a > start:
-            yield from _worded(text, start, a, unit)
+            yield from _worded(text, start, a, unit, CUT_WORDS)
         start = max(start, b)
+        least = CUT_WORDS
     if start < unit.end:
-        yield from _worded(text, start, unit.end, unit)
+        yield from _worded(text, start, unit.end, unit, least)
 
 
-def _worded(text: str, start: int, end: int, unit: Unit) -> Iterator[Unit]:
+def _between(text: str, unit: Unit, furniture: Sequence[tuple[int, int, str]]) -> bool:
+    """Whether only whitespace parts ``unit`` from a run before it and a run after it."""
+    before = any(b <= unit.start and not text[b:unit.start].strip() for _, b, _ in furniture)
+    return before and any(a >= unit.end and not text[unit.end:a].strip()
+                          for a, _, _ in furniture)
+
+
+def _worded(text: str, start: int, end: int, unit: Unit, least: int) -> Iterator[Unit]:
+    """The trimmed piece ``[start, end)`` of ``unit`` if it holds a word (a
+    whitespace-separated run with a letter or digit) and, unless it opens as a sentence
+    does (a capital, a digit, a letter of a script without case), ``least`` of them."""
     piece = _trimmed(text, start, end, unit.kind)
-    if any(ch.isalnum() for ch in text[piece.start:piece.end]):
+    said = text[piece.start:piece.end]
+    words = sum(any(ch.isalnum() for ch in w) for w in said.split())
+    opens = bool(said) and said[0].isalnum() and not said[0].islower()
+    if words >= (1 if opens else least):
         yield Unit(piece.start, piece.end, piece.kind, unit.context, unit.header)
 
 

@@ -26,9 +26,25 @@ def test_a_furniture_run_is_cut_out_of_the_unit_it_is_glued_to() -> None:
     text = "Acme Manual 24\nThe retention is 30 days. It can be\n25 Acme Manual\nraised."
     head, foot = (0, 14, "running-head"), (51, 65, "running-head")
     assert quoted(text, (head, foot)) == [("sentence", "The retention is 30 days."),
-                                          ("sentence", "It can be"), ("sentence", "raised.")]
+                                          ("sentence", "It can be")]  # "raised.": a scrap
+    assert quoted("Acme Manual 24\nYes.", (head,)) == [("sentence", "Yes.")]  # a sentence
     assert all("Acme" not in t for _, t in quoted(text, (head, foot)))
     assert ("sentence", "Acme Manual 24\nThe retention is 30 days.") in quoted(text)
+
+
+def test_a_sentence_a_menu_cuts_after_every_keyword_leaves_no_scrap_to_quote() -> None:
+    menu = "\n\nThis keyword is available in sections :\nBind options\n\n"
+    text = (f'sslbindconf supports "allow-0rtt{menu}", "alpn{menu}", "ca-file{menu}", '
+            '"ciphers" and "verify" as options.')
+    runs = []
+    at = 0
+    while (found := text.find(menu, at)) >= 0:
+        runs.append((found + 2, found + len(menu) - 2, "navigation"))
+        at = found + len(menu)
+    assert quoted(text, tuple(runs)) == [  # the scraps between two menus are gone
+        ("sentence", 'sslbindconf supports "allow-0rtt'),
+        ("sentence", '", "ciphers" and "verify" as options.')]
+    assert len(quoted(text)) > 1  # without the marks the menus are quotable text
 
 
 def test_setext_asciidoc_and_wiki_headings_are_headings() -> None:
