@@ -1,8 +1,8 @@
 """The viewer's screenshots in the docs, made again: ``python bench/viewer_screenshots.py``.
 
-Indexes three fixtures into a temporary home (the gnuplot PDF pages, the Debian
-handbook DOCX, and a Markdown note that then gets a preface, so its citation drifts and
-is relocated), opens
+Indexes four fixtures into a temporary home (the gnuplot PDF pages, a Debian handbook
+HTML page, shown in its sanitised original layout, the Debian handbook DOCX, and a
+Markdown note that then gets a preface, so its citation drifts and is relocated), opens
 each citation's page as ``grk open`` serves it, in headless Chromium (the viewer tests'
 DevTools driver), scrolled to the highlight, and writes the viewport as PNG to
 ``docs/img/viewer-*.png`` (``--out`` elsewhere).
@@ -71,6 +71,7 @@ def main() -> int:
         docs.mkdir()
         shutil.copy(FIXTURES / "pdf" / "gnuplot-p21-23.pdf", docs / "gnuplot.pdf")
         shutil.copy(FIXTURES / "office" / "handbook.docx", docs / "handbook.docx")
+        shutil.copy(FIXTURES / "html" / "en-US_sect.how-to-migrate.html", docs / "migrate.html")
         (docs / "operations.md").write_text(NOTE, encoding="utf-8")
         index("docs", IndexConfig(roots=(str(docs),)), home=home)
         found = chunks(home)
@@ -80,6 +81,11 @@ def main() -> int:
         pdf_quote = (pdf.start + first + 7,
                      pdf.start + pdf.text.index("\n", pdf.text.index("\n", first) + 1) + 12)
         docx = [c for c in found if c.doc_id == "handbook.docx"][3]
+        html = next(c for c in found if c.doc_id == "migrate.html"
+                    and "will quickly identify" in c.text)
+        sentence = html.text.index("The nmap tool")  # one sentence, an inline <code> in it
+        html_quote = (html.start + sentence,
+                      html.start + html.text.index("log in to it.", sentence) + 13)
         note = next(c for c in found if "kept for 30 days" in c.text)
         at = note.start + note.text.index("kept for 30 days")
         (docs / "operations.md").write_text(
@@ -87,6 +93,7 @@ def main() -> int:
         browser = Browser(base / "profile", width=900, height=560)
         try:
             shoot(browser, home, pdf, *pdf_quote, args.out / "viewer-pdf.png")
+            shoot(browser, home, html, *html_quote, args.out / "viewer-html.png")
             shoot(browser, home, docx, docx.start + 20, docx.start + 160,
                   args.out / "viewer-docx.png")
             shoot(browser, home, note, at, at + len("kept for 30 days"),
