@@ -288,7 +288,8 @@ def render(block: Mapping[str, Any]) -> str:
 
 def _judge_tables(block: Mapping[str, Any]) -> list[str]:
     cost, judge = block["cost"], block["judge"]
-    rows = [("all pairs", judge["all"]), ("test part", judge["test"]),
+    rows = [("test and calibration parts", judge["all"]), ("test part", judge["test"]),
+            ("train part", judge["train"]),
             *((f"trait: {t}", v) for t, v in judge["by_trait"].items()),
             ("no-answer questions", judge["no_answer_questions"])]
     chosen = judge["train_threshold"]

@@ -23,7 +23,14 @@ from groundkit.collection import Collection, IndexConfig, index
 from groundkit.embeddings import gguf
 from groundkit.embeddings.llamacpp import LlamaCppModel
 from groundkit.errors import GroundkitError
-from groundkit.retrieval.relevance import NO, YES, ReaderReranker, judge, probability
+from groundkit.retrieval.relevance import (
+    NO,
+    YES,
+    ReaderReranker,
+    judge,
+    probability,
+    supports,
+)
 
 MODEL = os.environ.get("GROUNDKIT_LLM_TEST_MODEL", gguf.READER)
 
@@ -64,6 +71,13 @@ def test_the_judge_prefers_the_passage_that_states_the_answer(reader: LlamaCppMo
     question = "How long are audit logs kept?"
     answering, topical = judge(question, RETENTION, reader), judge(question, TOPICAL, reader)
     assert answering > topical and probability(answering) > 0.5
+
+
+def test_the_entailment_judge_prefers_the_passage_that_states_the_claim(
+        reader: LlamaCppModel) -> None:
+    claim = 'Audit logs are "kept for 30 days".'  # as ALCE grades a quoted sentence
+    stated, topical = supports(claim, [RETENTION], reader), supports(claim, [TOPICAL], reader)
+    assert stated > topical and probability(stated) > 0.5
 
 
 def test_judgements_are_reproducible_and_rerank_through_the_seam(reader: LlamaCppModel) -> None:

@@ -301,5 +301,6 @@ def test_the_page_shows_each_modes_gate_and_says_why_one_was_not_measured() -> N
              "gate": {"bm25": st.gate_block(gate_sample()),
                       "hybrid": {"measured": False, "reason": "not measured: no lancedb"}}}
     page = render(block)
-    assert "(chosen on train)" in page and "judge+bm25 (logistic)" in page
+    assert "(chosen on train)" in page and "train part" in page
+    assert "judge+bm25 (logistic)" in page
     assert "hybrid gate: not measured: no lancedb" in page

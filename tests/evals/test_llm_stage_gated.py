@@ -44,12 +44,12 @@ def test_the_stages_measure_a_small_sample_and_record_identity_and_cost(tmp_path
     assert block["sample"]["test_answerable"] == 3 and block["sample"]["train_no_answer"] == 3
     assert block["cost"]["calls"] >= 3 * 3 + 6 + 6
     assert block["cost"]["cpu_s_per_call"] > 0 and block["load"]["model_sha256_cpu_s"] > 0
-    assert block["judge"]["all"]["n"] == len(block["pairs"])
+    train = [r for r in block["pairs"] if r["part"] == "train"]
+    assert block["judge"]["train"]["n"] == len(train) > 0  # train pairs are kept apart
+    assert block["judge"]["all"]["n"] == len(block["pairs"]) - len(train)
     assert block["rerank"]["questions"] == 3
     assert {"judge", "bm25", "judge+bm25 (both)"} <= set(block["gate"]["bm25"]["scorers"])
     hybrid = block["gate"]["hybrid"]
     assert hybrid.get("measured") is False or "judge+hybrid (both)" in hybrid["scorers"]
-    assert block["judge"]["train"]["n"] == len([r for r in block["pairs"]
-                                                if r["part"] == "train"])
     page = llm_run.render(json.loads(json.dumps(block)))
     assert "sha256" in page and "<table" in page
