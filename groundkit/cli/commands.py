@@ -100,6 +100,11 @@ def _index_options(p: argparse.ArgumentParser) -> None:
                        f"{k}: {v[1]}" for k, v in sorted(PRESETS.items())))
     p.add_argument("--k1", type=finite, help=f"BM25 k1 (default {_BM25.k1})")
     p.add_argument("--b", type=finite, help=f"BM25 b (default {_BM25.b})")
+    p.add_argument("--segments", choices=("on", "off"), default=None,
+                   help="BM25 as immutable segments plus tombstones (opt-in, ADR-0025): an "
+                   "update writes a small segment for the changed files instead of "
+                   "re-splicing the whole index; hits equal a full build's (default: as "
+                   "recorded, else off)")
     _embedding_options(p)
     p.add_argument("--watch", action="store_true",
                    help="after indexing, keep re-indexing as files change (as grk watch; "

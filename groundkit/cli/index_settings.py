@@ -4,7 +4,8 @@ Settings stick: an option given on the command line wins, the collection's recor
 settings (those of its current generation) fill in the rest, and the defaults come last,
 for a new collection. A plain ``grk index -c NAME`` therefore re-indexes with the folders,
 chunking, analyzer, BM25 parameters, embedding and approximate index the collection was
-built with; embeddings are dropped only with ``--no-embed``. :func:`summary` is the one
+built with (BM25 segments included: ``--segments on|off``); embeddings are dropped only
+with ``--no-embed``. :func:`summary` is the one
 line that says which settings were reused and which an option changed.
 """
 
@@ -59,6 +60,9 @@ def choose(args: argparse.Namespace) -> Chosen:
         bm25 = BM25Params.from_dict(old["bm25"]) if old.get("bm25") else BM25Params()
         extra["bm25"] = BM25Params(k1=bm25.k1 if args.k1 is None else args.k1,
                                    b=bm25.b if args.b is None else args.b).to_dict()
+    if getattr(args, "segments", None) is not None:  # else as recorded (carried above)
+        extra.pop("segments", None)
+        extra.update({"segments": "on"} if args.segments == "on" else {})
     extra.update(_embedding(args, old))
     extra.update(_gc_settings(args))
     config = IndexConfig(
@@ -142,6 +146,7 @@ def _fields(config: IndexConfig) -> dict[str, str]:
         "analyzer": describe_analyzer(config.extra.get("analyzer")),
         "bm25": f"k1 {bm25.get('k1')} b {bm25.get('b')}",
         "embedding": describe_embedding(config.extra),
+        "bm25 segments": str(config.extra.get("segments", "off")),
     }
 
 

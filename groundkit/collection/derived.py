@@ -6,7 +6,8 @@ closed (:class:`~groundkit.errors.IndexMismatchError`).
 
 * ``gen-<N>/rowids.npy`` — the generation's chunks in canonical order (store
   row ids); position ``i`` is document ``i`` of every derived index.
-* ``gen-<N>/bm25/`` — the BM25 index (:mod:`groundkit.retrieval.bm25`).
+* ``gen-<N>/bm25/`` — the BM25 index (:mod:`groundkit.retrieval.bm25`); with the
+  opt-in ``segments`` setting, segments and ``bm25-order.npy`` (:mod:`.bm25_segmented`).
 * ``gen-<N>/vectors/`` — dense vectors, when the collection has an embedding.
 
 Every file under ``gen-<N>/`` is checksummed when the generation is published
@@ -30,7 +31,7 @@ from .. import faults, store
 from ..errors import GroundkitError, IndexMismatchError
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..text.analysis import DEFAULT_PRESET, Analyzer
-from . import integrity, pace
+from . import bm25_segmented, integrity, pace
 from .indexer import DerivedBuilder, Progress
 
 if TYPE_CHECKING:
@@ -107,14 +108,38 @@ def bm25_builder(executor: Executor | None = None, *, reuse: bool = True) -> Der
 def _write_bm25(conn: sqlite3.Connection, generation: int, gen_dir: Path,
                 settings: dict[str, Any], *, reuse: bool, analysed: Analysed | None = None,
                 ) -> None:
-    index = _updated_bm25(conn, generation, settings, gen_dir.parent) if reuse else None
-    if index is None:
+    def full() -> BM25Index:
         analyzer = analyzer_of(settings)
         corpus = None if analysed is None else analysed.corpus(conn, generation, analyzer)
         if corpus is None:
             corpus = (c.text for c in store.iter_generation_chunks(conn, generation))
-        index = BM25Index.build(corpus, analyzer, bm25_params_of(settings))
-    index.save(gen_dir / BM25, stamp(settings, generation))
+        return BM25Index.build(corpus, analyzer, bm25_params_of(settings))
+
+    if bm25_segmented.enabled(settings):
+        rowids = _chunk_order(conn, gen_dir.parent, generation, written=True)
+        previous = _segmented_previous(conn, settings, gen_dir.parent) if reuse else None
+        bm25_segmented.write(conn, gen_dir, rowids, full, previous=previous,
+                             at_most=UPDATE_AT_MOST)
+        return
+    index = _updated_bm25(conn, generation, settings, gen_dir.parent) if reuse else None
+    (index or full()).save(gen_dir / BM25, stamp(settings, generation))
+
+
+def _segmented_previous(conn: sqlite3.Connection, settings: dict[str, Any],
+                        directory: Path) -> Path | None:
+    """The previous generation's folder when its BM25 segments can be extended: segmented
+    too, with the same analyzer and parameters, its segment files intact."""
+    previous = store.current_generation(conn)
+    if previous is None:
+        return None
+    old_settings = store.generation_config(conn, previous)
+    if (not bm25_segmented.enabled(old_settings)
+            or analyzer_of(old_settings) != analyzer_of(settings)
+            or bm25_params_of(old_settings) != bm25_params_of(settings)
+            or not integrity.intact(conn, directory, previous, BM25 + "/")
+            or not integrity.intact(conn, directory, previous, bm25_segmented.ORDER)):
+        return None
+    return directory / f"gen-{previous}"
 
 
 def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str, Any],
@@ -130,7 +155,8 @@ def _updated_bm25(conn: sqlite3.Connection, generation: int, settings: dict[str,
     if previous is None:
         return None
     old_settings = store.generation_config(conn, previous)
-    if (analyzer_of(old_settings) != analyzer_of(settings)
+    if (bm25_segmented.enabled(old_settings)
+            or analyzer_of(old_settings) != analyzer_of(settings)
             or bm25_params_of(old_settings) != bm25_params_of(settings)):
         return None
     new_rowids = _chunk_order(conn, directory, generation, written=True)

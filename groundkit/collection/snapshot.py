@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from functools import cached_property, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,7 @@ from ..model import Chunk, Duplicate, Verdict
 from ..sources import DEFAULT_MAX_BYTES
 from ..text.standing import superseded
 from ..verify import verify, verify_all
-from . import derived, integrity
+from . import bm25_segmented, derived, integrity
 from .home import Home, collection_dir, list_collections, resolve_home
 
 if TYPE_CHECKING:
@@ -236,8 +236,14 @@ class Snapshot:
 
     @once
     def bm25(self) -> BM25Index:
-        """The generation's BM25 index, memory-mapped once."""
+        """The generation's BM25 index, memory-mapped once; with the ``segments`` setting,
+        its segments answering in canonical positions (:mod:`.bm25_segmented`)."""
         self.verified()
+        if bm25_segmented.enabled(self.config):  # BM25Index's reading API, duck-typed
+            rowids = self.rowids()
+            with integrity.hinted(self.name):
+                return cast("BM25Index", bm25_segmented.load(
+                    self.generation_dir, derived.analyzer_of(self.config), rowids))
         with integrity.hinted(self.name):
             return derived.load_bm25(self.generation_dir, self.config, self.generation,
                                      self.chunk_count, self.name)
