@@ -15,6 +15,7 @@ under ``py-spy record``.
 Prints one JSON line per update and a summary (median of each step).
 
     python bench/profile_update.py --size 100000 --edits 3
+    python bench/profile_update.py --size 100000 --edits 3 --segments on   # ADR-0025
     py-spy record -o update.svg -- python bench/profile_update.py --size 1000000 --edits 1
 """
 
@@ -52,6 +53,9 @@ STEPS = (
     "groundkit.collection.integrity:manifest",
     "groundkit.collection.indexer:_publish",
     "groundkit.collection.gc:collect",
+    "groundkit.collection.bm25_segmented:write",
+    "groundkit.retrieval.bm25_segment_store:update",
+    "groundkit.collection.bm25_segmented:_merged",
 )
 
 TIMES: dict[str, float] = defaultdict(float)
@@ -77,7 +81,8 @@ def wrap(spec: str) -> None:
     setattr(owner, attr, timed)
 
 
-def collection(n: int, work: Path, cache: Path, chars: int, seed: int) -> list[Path]:
+def collection(n: int, work: Path, cache: Path, chars: int, seed: int,
+               extra: dict[str, Any]) -> list[Path]:
     """The collection's files (built on first use: tree, then ``index()``)."""
     from groundkit.collection import IndexConfig, index
 
@@ -87,7 +92,7 @@ def collection(n: int, work: Path, cache: Path, chars: int, seed: int) -> list[P
         corpus = scale_corpus.scale_corpus(n, chars, seed, cache)
         paths = write_tree(root, load_texts(corpus))
         start = time.perf_counter()
-        report = index("scale", IndexConfig(roots=(str(root),)), home=home)
+        report = index("scale", IndexConfig(roots=(str(root),), extra=extra), home=home)
         print(json.dumps({"built_s": round(time.perf_counter() - start, 2),
                           "chunks": report.chunks, "files": len(paths)}), flush=True)
         done.write_text("ok\n")
@@ -104,9 +109,13 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--steps", default=",".join(STEPS), help="module:attr names to time")
     p.add_argument("--cprofile", type=Path, help="write the last update's cProfile stats here")
+    p.add_argument("--segments", choices=("on", "off"), default="off",
+                   help="the collection's BM25 segments setting (ADR-0025; its own folder)")
     args = p.parse_args()
-    work = args.work or args.cache / "update-profile" / str(args.size)
-    paths = collection(args.size, work, args.cache, args.chunk_chars, args.seed)
+    extra = {"segments": "on"} if args.segments == "on" else {}
+    work = args.work or args.cache / "update-profile" / (
+        str(args.size) + ("-segments" if extra else ""))
+    paths = collection(args.size, work, args.cache, args.chunk_chars, args.seed, extra)
     for spec in filter(None, args.steps.split(",")):
         wrap(spec)
     from groundkit.collection import IndexConfig, collection_dir
@@ -114,7 +123,7 @@ def main() -> None:
     from groundkit.collection.indexer import index_collection
 
     home = work / "home"
-    config = IndexConfig(roots=(str(work / "tree"),))
+    config = IndexConfig(roots=(str(work / "tree"),), extra=extra)
     directory = collection_dir("scale", home)
     rng = random.Random(args.seed)
     runs: list[dict[str, float]] = []

@@ -90,13 +90,14 @@ def _extended(conn: sqlite3.Connection, previous: Path, root: Path, rowids: IntA
         return None
     try:
         shutil.copytree(previous / BM25, root, copy_function=_link)
+        current = None
         if len(deleted) or len(added):
-            segment_store.update(
+            current = segment_store.update(
                 root, deleted.tolist(), _texts(conn, added),
                 deleted_texts=_texts(conn, old[deleted]))
         order = old.copy()
         order[deleted] = -1
-        return _merged(root, np.concatenate([order, added]))
+        return _merged(root, np.concatenate([order, added]), current)
     except (GroundkitError, OSError):
         return None  # nothing reusable: build anew
 
@@ -113,12 +114,12 @@ def _link(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def _merged(root: Path, order: IntArray) -> IntArray:
+def _merged(root: Path, order: IntArray, current: SegmentedBM25 | None) -> IntArray:
     """Merge while the policy says so; the order follows each merge (its run of segments
-    becomes their live rows, in order)."""
+    becomes their live rows, in order). ``current``: the generation just published, open."""
     policy = TieredPolicy()
     while True:
-        current = segment_store.open_segmented(root)
+        current = current or segment_store.open_segmented(root)
         plan = policy.plan([s.n_docs for s in current.segments],
                            [len(d) for d in current.tombstones])
         if plan is None or not segment_store.merge(root, policy):
@@ -128,6 +129,7 @@ def _merged(root: Path, order: IntArray) -> IntArray:
         a, b = int(current.offsets[lo]), int(current.offsets[hi])
         run = order[a:b]
         order = np.concatenate([order[:a], run[run >= 0], order[b:]])
+        current = None
 
 
 def _check(index: SegmentedBM25, order: IntArray) -> None:

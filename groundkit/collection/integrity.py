@@ -26,6 +26,7 @@ says so (re-index to add them) and :func:`verify_on_open` lets it open.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -66,9 +67,24 @@ def files_on_disk(gen_dir: Path) -> dict[str, int]:
     return found
 
 
+_HASHED: dict[tuple[int, int, int, int], str] = {}
+"""sha256 of files :func:`intact` just hashed and found as recorded, by (device, inode, size,
+mtime): a new generation that hard-links them (BM25 segments, :mod:`.bm25_segmented`) records
+them at publish without hashing them a second time in the same run. Emptied by
+:func:`manifest`."""
+
+
+def _key(path: Path) -> tuple[int, int, int, int]:
+    st = path.stat()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def manifest(gen_dir: Path) -> list[store.DerivedFile]:
-    """``(path, size, sha256)`` of every file under ``gen_dir``, sorted by path."""
-    return [(rel, size, sha256_of(gen_dir / rel))
+    """``(path, size, sha256)`` of every file under ``gen_dir``, sorted by path (a file
+    :func:`intact` hashed earlier in this run, linked here, is not hashed again)."""
+    hashed = dict(_HASHED)
+    _HASHED.clear()
+    return [(rel, size, hashed.get(_key(gen_dir / rel)) or sha256_of(gen_dir / rel))
             for rel, size in sorted(files_on_disk(gen_dir).items())]
 
 
@@ -169,5 +185,11 @@ def intact(conn: sqlite3.Connection, directory: Path, generation: int, under: st
     recorded = store.derived_files(conn, generation)
     if recorded is None:
         return True
-    return not problems(directory / f"gen-{generation}", recorded, label=f"gen-{generation}",
-                        hash_all=True, under=under)
+    gen_dir = directory / f"gen-{generation}"
+    if problems(gen_dir, recorded, label=f"gen-{generation}", hash_all=True, under=under):
+        return False
+    for path, (_, sha) in recorded.items():
+        if path.startswith(under):
+            with contextlib.suppress(OSError):
+                _HASHED[_key(gen_dir / path)] = sha
+    return True
