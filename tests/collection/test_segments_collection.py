@@ -191,3 +191,26 @@ def test_segments_are_opt_in_sticky_and_can_be_turned_off(
         assert "segments" not in coll.snapshot.config and coll.check() == []
         assert not (coll.snapshot.generation_dir / ORDER).exists()
         assert coll.search("harbour")[0].chunk.doc_id == "n0.md"
+
+
+def test_random_kills_during_segmented_updates_never_leave_a_broken_collection(
+        tmp_path: Path) -> None:
+    """``testing.kills``'s campaign over a collection recorded with segments on (the setting
+    sticks to every killed run); 3% of the files change each round, so that even what the
+    killed rounds left adds up to less than the share that builds anew: the runs, the last
+    included, are segment updates."""
+    from groundkit.testing.kills import campaign
+
+    root, home = tmp_path / "tree", tmp_path / "home"
+    (root / "d0").mkdir(parents=True)
+    (root / "d0" / "seed.md").write_text("seed\n")
+    index("killed", segmented(root), home=home)
+    kills = int(os.environ.get("GROUNDKIT_KILLS", "6"))
+    result = campaign(root, home, kills=kills, files=150, share=0.03)
+    assert result.problems == []
+    assert result.kills == kills
+    assert result.generations == sorted(result.generations)
+    with Collection.open("killed", home) as coll:
+        assert coll.snapshot.config.get("segments") == "on"
+        manifest = segment_store.read_manifest(coll.snapshot.generation_dir / BM25)
+        assert manifest["next_segment"] > 3  # segments were appended, not rebuilt each run
