@@ -37,14 +37,24 @@ def segmented(root: Path) -> IndexConfig:
     return IndexConfig(roots=(str(root),), extra={"segments": "on"})
 
 
-def hits(home: Path, name: str) -> list[list[tuple[str, float]]]:
-    """Every query's top 7: (chunk id without the collection, score), best first."""
+def hits(home: Path, name: str) -> list[object]:
+    """Every query's top 7 (chunk id without the collection, score), best first, and what
+    the lexical evidence reads of its best hit: the explanation and the terms it holds."""
     with Collection.open(name, home) as coll:
         snap = coll.snapshot
         ids = [c.split(":", 1)[1] for c in snap.chunk_ids()]
         index_ = snap.bm25()
         assert isinstance(index_, CanonicalSegments) == (name == "seg")
-        return [[(ids[p], s) for p, s in index_.search(q, 7)] for q in QUERIES]
+        found: list[object] = []
+        for q in QUERIES:
+            ranked = index_.search(q, 7)
+            found.append([(ids[p], s) for p, s in ranked])
+            if ranked:
+                tids = [index_.term_id(t) for t in index_.analyzer.analyze(q)]
+                found.append((index_.explain(q, ranked[0][0]),
+                              index_.holds(tids, [p for p, _ in ranked]),
+                              [index_.idf(t) for t in tids if t >= 0]))
+        return found
 
 
 def test_a_segmented_collection_answers_as_a_fresh_full_build_through_random_edits(
