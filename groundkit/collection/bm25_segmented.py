@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import store
-from ..errors import GroundkitError, IndexMismatchError, UsageError
+from ..errors import IndexMismatchError, UsageError
 from ..retrieval import bm25_segment_store as segment_store
 from ..retrieval.bm25 import BM25Index, TermExplanation
 from ..retrieval.bm25_merge import TieredPolicy
@@ -98,8 +98,9 @@ def _extended(conn: sqlite3.Connection, previous: Path, root: Path, rowids: IntA
         order = old.copy()
         order[deleted] = -1
         return _merged(root, np.concatenate([order, added]), current)
-    except (GroundkitError, OSError):
-        return None  # nothing reusable: build anew
+    except IndexMismatchError:
+        return None  # unreadable, though its checksums held: build anew (an OSError, a
+        # full or failing disk, is the run's failure: the indexer reports it)
 
 
 def _texts(conn: sqlite3.Connection, rowids: IntArray) -> list[str]:

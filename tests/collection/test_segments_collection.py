@@ -18,6 +18,7 @@ from conftest import TreeMaker
 from groundkit import faults
 from groundkit.collection import Collection, IndexConfig, collect_garbage, index
 from groundkit.collection.bm25_segmented import BM25, ORDER, CanonicalSegments
+from groundkit.errors import StorageError
 from groundkit.retrieval import bm25_segment_store as segment_store
 
 WORDS = [f"w{i}" for i in range(40)] + ["lamp", "harbour", "tide", "storm"]
@@ -224,3 +225,30 @@ def test_random_kills_during_segmented_updates_never_leave_a_broken_collection(
         assert coll.snapshot.config.get("segments") == "on"
         manifest = segment_store.read_manifest(coll.snapshot.generation_dir / BM25)
         assert manifest["next_segment"] > 3  # segments were appended, not rebuilt each run
+
+
+@pytest.mark.parametrize("action", ["ENOSPC", "EIO"])
+@pytest.mark.parametrize("point", ["derived.bm25", "publish"])
+def test_a_failing_disk_during_a_segmented_update_keeps_the_previous_generation(
+        make_tree: TreeMaker, home: Path, monkeypatch: pytest.MonkeyPatch, point: str,
+        action: str) -> None:
+    root = make_tree({f"n{i}.md": f"# Note {i}\n\nNote {i} is about lamps.\n" for i in range(12)})
+    index("k", segmented(root), home=home)
+    (root / "n1.md").write_text("# Note 1\n\nRewritten: lighthouses.\n")
+    index("k", segmented(root), home=home)
+    with Collection.open("k", home) as coll:
+        before = coll.generation
+    (root / "n2.md").write_text("# Note 2\n\nRewritten: harbours.\n")
+    monkeypatch.setenv(faults.VARIABLE, f"{point}:{action}")
+    with pytest.raises(StorageError, match=f"injected at {point}.*previous generation is intact"):
+        index("k", segmented(root), home=home)
+    monkeypatch.delenv(faults.VARIABLE)
+    with Collection.open("k", home) as coll:
+        assert coll.generation == before and coll.check() == []
+        assert coll.search("harbours") == []
+    index("k", segmented(root), home=home)
+    with Collection.open("k", home) as coll:
+        assert coll.generation > before and coll.check() == []
+        assert coll.search("harbours")[0].chunk.doc_id == "n2.md"
+        manifest = segment_store.read_manifest(coll.snapshot.generation_dir / BM25)
+        assert manifest["next_segment"] > 2  # the recovery appended a segment
