@@ -252,3 +252,26 @@ def test_a_failing_disk_during_a_segmented_update_keeps_the_previous_generation(
         assert coll.search("harbours")[0].chunk.doc_id == "n2.md"
         manifest = segment_store.read_manifest(coll.snapshot.generation_dir / BM25)
         assert manifest["next_segment"] > 2  # the recovery appended a segment
+
+
+def test_ties_beyond_the_first_widening_rank_as_a_full_build(
+        make_tree: TreeMaker, tmp_path: Path) -> None:
+    """40 identical notes tie on every query: the segments must be asked again (more than
+    ``top_k + 8``) before canonical order can pick the best 3."""
+    root = make_tree({f"n{i:02d}.md": "lamp harbour tide\n" for i in range(40)})
+    home = tmp_path / "home"
+    index("seg", segmented(root), home=home)
+    for i in (0, 1, 2, 5):  # rewritten identically elsewhere: new rows at the segments' end
+        (root / f"n{i:02d}.md").unlink()
+        index("seg", segmented(root), home=home)
+        (root / f"n{i:02d}.md").write_text("lamp harbour tide\n")
+        index("seg", segmented(root), home=home)
+    index("full", IndexConfig(roots=(str(root),)), home=tmp_path / "fresh")
+    with Collection.open("seg", home) as seg, Collection.open("full", tmp_path / "fresh") as full:
+        for coll in (seg, full):
+            assert len(coll.snapshot.bm25().search("lamp", 100)) == 40
+        got, want = ([(c.chunk.doc_id, s) for c, (_, s) in zip(
+            coll.snapshot.stored_chunks([p for p, _ in ranked]), ranked, strict=True)]
+            for coll in (seg, full) for ranked in [coll.snapshot.bm25().search("lamp", 3)])
+    assert got == want
+    assert [doc for doc, _ in got] == ["n00.md", "n01.md", "n02.md"]  # canonical order
