@@ -22,7 +22,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import MissingDependencyError, ProviderError, UsageError
 from .base import EmbeddingIdentity, Kind, l2_normalize, positive, prefixes_for, with_prefix
 from .local import LOCAL_MODELS, stated_dimension
-from .onnx_export import META_FILE, ensure_model, sha256_file
+from .onnx_export import META_FILE, ensure_model
 
 ONNX_MODELS: Mapping[str, str] = {
     # onnx model name -> the packaged sentence-transformers model it is built from.
@@ -86,7 +86,9 @@ class OnnxProvider:
         self._session: Any = None
         self._single: Any = None  # one intra-op thread, shared by concurrent runs
         self._tokenizer: Any = None
+        self._data: bytes | None = None  # the model file's bytes, as hashed for the identity
         self._output = "token_embeddings"
+        self._inputs: tuple[str, ...] = ("input_ids", "attention_mask")
         self._dimension: int | None = None
 
     @property
@@ -110,34 +112,37 @@ class OnnxProvider:
     def embed(self, texts: Sequence[str], *, kind: Kind) -> np.ndarray:
         prepared = with_prefix(texts, kind, self._prefixes)
         dimension = self.identity.dimension
-        session = self._ensure_session()
+        tokenizer = self._ensure_tokenizer()
         if not prepared:
             return np.zeros((0, dimension), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(prepared, add_special_tokens=True)
+        encodings = tokenizer.encode_batch(prepared, add_special_tokens=True)
         lengths = [len(e.ids) for e in encodings]
         order = sorted(range(len(prepared)), key=lambda i: (lengths[i], i))
         runs = [order[start : start + self.batch_size]
                 for start in range(0, len(order), self.batch_size)]
-
-        def on(chosen: Any) -> Callable[[list[int]], np.ndarray]:
-            return lambda rows: self._run(chosen, [encodings[i].ids for i in rows], dimension)
-
         out = np.empty((len(prepared), dimension), dtype=np.float32)
         workers = min(self._cores(), len(runs))
         if workers == 1:  # a query: one run on every intra-op thread, no thread hop
+            session = self._ensure_session()
             for rows in runs:
-                out[rows] = on(session)(rows)
+                out[rows] = self._run(session, [encodings[i].ids for i in rows], dimension)
             return l2_normalize(out)
+        single = self._single_thread_session()
+
+        def run(rows: list[int]) -> np.ndarray:
+            return self._run(single, [encodings[i].ids for i in rows], dimension)
+
+        runs.reverse()  # the longest first: the last runs to finish are the shortest
         with ThreadPoolExecutor(workers, thread_name_prefix="onnx") as pool:
-            for rows, vector in zip(runs, pool.map(on(self._single_thread_session()), runs),
-                                    strict=True):
+            for rows, vector in zip(runs, pool.map(run, runs), strict=True):
                 out[rows] = vector  # in order, as each run finishes
         return l2_normalize(out)
 
     def close(self) -> None:
-        """Drop the sessions (they are reloaded if used again)."""
+        """Drop the sessions and the model's bytes (they are reloaded if used again)."""
         self._session = None
         self._single = None
+        self._data = None
 
     # ------------------------------------------------------------------ internals
 
@@ -148,17 +153,22 @@ class OnnxProvider:
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
 
+    def _ensure_session(self) -> Any:
+        """The session for one run at a time, on ``threads`` intra-op threads (None: ONNX
+        Runtime's own choice, its physical cores); made on the first such run."""
+        if self._session is None:
+            self._session = self._open_session(self.threads or 0)
+        return self._session
+
     def _single_thread_session(self) -> Any:
-        """A second session on one intra-op thread, for runs made concurrently.
+        """The session on one intra-op thread, for runs made concurrently; made on the
+        first embed of several runs (indexing never makes the other one).
 
         ONNX Runtime's ``run`` may be called from several threads at once and releases the
-        GIL; the two sessions come from the same checked bytes and give the same vectors.
+        GIL; both sessions come from the same hashed bytes and give the same vectors.
         """
         if self._single is None:
-            import onnxruntime as ort
-
-            self._single = _session(ort, self._model_file().read_bytes(), 1, self._path,
-                                    expected=self._sha)
+            self._single = self._open_session(1)
         return self._single
 
     def _run(self, session: Any, ids: list[list[int]], dimension: int) -> np.ndarray:
@@ -170,9 +180,8 @@ class OnnxProvider:
             mask[r, : len(row)] = 1
         feed = {"input_ids": input_ids, "attention_mask": mask,
                 "token_type_ids": np.zeros_like(input_ids)}
-        names = [i.name for i in session.get_inputs()]
         try:
-            (tokens,) = session.run([self._output], {name: feed[name] for name in names})
+            (tokens,) = session.run([self._output], {name: feed[name] for name in self._inputs})
         except Exception as exc:  # ORT raises its own exception types for bad graphs/inputs
             raise ProviderError(f"the ONNX model {self._path} failed: {exc}") from exc
         if tokens.ndim != 3 or tokens.shape[:2] != input_ids.shape or tokens.shape[2] != dimension:
@@ -211,9 +220,14 @@ class OnnxProvider:
         return self._path
 
     def _file_sha(self) -> str:
-        """The file's sha256, checked against the one recorded when it was built."""
+        """The file's sha256, checked against the one recorded when it was built.
+
+        The bytes hashed are kept for the sessions, so a session runs exactly the file the
+        identity names, read and hashed once (a second read and hash per session cost
+        about 45 ms each under load)."""
         path = self._model_file()
-        actual = sha256_file(path)
+        self._data = path.read_bytes()
+        actual = hashlib.sha256(self._data).hexdigest()
         meta = path.parent / META_FILE
         if self.model_path is None or meta.is_file():
             try:
@@ -227,34 +241,52 @@ class OnnxProvider:
                                     "to rebuild it")
         return actual
 
-    def _ensure_session(self) -> Any:
-        if self._session is not None:
-            return self._session
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:
-            raise MissingDependencyError("onnxruntime", "onnx",
-                                         "The onnx embedding provider") from exc
+    def _model_bytes(self) -> bytes:
+        """The model's bytes as hashed for the identity; once a session holds them, read
+        and hashed again, and refused if they are no longer the file the identity names."""
+        if self._data is None:
+            sha = self._file_sha()
+            if self._sha is not None and sha != self._sha:
+                self._data = None
+                raise ProviderError(f"the ONNX model {self._path} changed on disk since it was "
+                                    "hashed; open the provider again")
+            self._sha = sha
+        assert self._data is not None  # _file_sha keeps them
+        return self._data
+
+    def _ensure_tokenizer(self) -> Any:
+        """The fast tokenizer; also checks that ONNX Runtime is installed, before any text."""
+        if self._tokenizer is not None:
+            return self._tokenizer
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise MissingDependencyError("onnxruntime", "onnx", "The onnx embedding provider")
         try:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise MissingDependencyError("tokenizers", "onnx",
                                          "The onnx embedding provider") from exc
-        self.identity  # noqa: B018 - builds and checks the file first
-        data = self._model_file().read_bytes()
         self._tokenizer = _tokenizer(Tokenizer, self._source()[0])
-        # threads=None: ONNX Runtime's own choice for one run (its physical cores)
-        self._session = _session(ort, data, self.threads or 0, self._path,
-                                 expected=self._sha)
-        outputs = [o.name for o in self._session.get_outputs()]
+        return self._tokenizer
+
+    def _open_session(self, threads: int) -> Any:
+        """A session over the model's bytes on ``threads`` intra-op threads (0: ONNX
+        Runtime's choice), its inputs and output checked."""
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise MissingDependencyError("onnxruntime", "onnx",
+                                         "The onnx embedding provider") from exc
+        session = _session(ort, self._model_bytes(), threads, self._path)
+        self._data = None  # the session holds the model; another one reads and checks it again
+        outputs = [o.name for o in session.get_outputs()]
         self._output = "token_embeddings" if "token_embeddings" in outputs else outputs[0]
-        inputs = {i.name for i in self._session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= inputs <= set(_INPUTS):
-            self._session = None
+        inputs = [i.name for i in session.get_inputs()]
+        if not {"input_ids", "attention_mask"} <= set(inputs) <= set(_INPUTS):
             raise ProviderError(f"the ONNX model {self._path} takes inputs {sorted(inputs)}; "
                                 "expected input_ids, attention_mask (and optionally "
                                 "token_type_ids)")
-        return self._session
+        self._inputs = tuple(inputs)
+        return session
 
 
 @functools.cache
@@ -285,11 +317,7 @@ def _tokenizer(tokenizer_class: Any, source: Path) -> Any:
     return tokenizer
 
 
-def _session(ort: Any, data: bytes, threads: int, path: Path | None,
-             expected: str | None = None) -> Any:
-    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
-        raise ProviderError(f"the ONNX model {path} changed on disk since it was hashed; "
-                            "open the provider again")
+def _session(ort: Any, data: bytes, threads: int, path: Path | None) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1

@@ -146,6 +146,53 @@ def test_runs_made_two_at_a_time_give_the_bytes_of_one_thread(provider: OnnxProv
     two.close()
     assert two._single is None and two._session is None
 
+
+@pytest.mark.slow
+def test_indexing_opens_only_the_one_thread_session(provider: OnnxProvider,
+                                                    onnx_home: Path) -> None:
+    two = OnnxProvider(cache_dir=onnx_home / "models" / "onnx", threads=2)
+
+    vectors = two.embed(TEXTS, kind="document")  # several runs: two at a time
+    assert two._single is not None and two._session is None  # no session it does not use
+    assert vectors.tobytes() == provider.embed(TEXTS, kind="document").tobytes()
+    two.close()
+
+
+@pytest.mark.slow
+def test_batches_keep_their_texts_whichever_run_goes_first(onnx_home: Path) -> None:
+    root = onnx_home / "models" / "onnx"
+    texts = TEXTS + [" ".join(f"word{i}" for i in range(n)) for n in (3, 30, 300)]
+    one = OnnxProvider(cache_dir=root, threads=1, batch_size=2)
+    # two workers take the runs longest first; each run still holds the same texts
+    two = OnnxProvider(cache_dir=root, threads=2, batch_size=2)
+
+    for order in (texts, texts[::-1]):
+        assert two.embed(order, kind="document").tobytes() == one.embed(
+            order, kind="document").tobytes()
+    two.close()
+    one.close()
+
+
+@pytest.mark.slow
+def test_a_session_runs_the_bytes_the_identity_hashed(provider: OnnxProvider, onnx_home: Path,
+                                                      tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    shutil.copyfile(model_file(onnx_home), path)
+    named = OnnxProvider(model_path=path, threads=1)
+    identity = named.identity  # reads and hashes the file, once
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))  # replaced on disk after it was hashed
+
+    assert identity.model.split("@")[1].startswith(
+        hashlib.sha256(model_file(onnx_home).read_bytes()).hexdigest()[:12])
+    assert named.embed(TEXTS, kind="document").tobytes() == provider.embed(
+        TEXTS, kind="document").tobytes()  # the hashed bytes, not the file now on disk
+    named.close()
+    with pytest.raises(ProviderError, match="changed on disk since it was hashed"):
+        named.embed(TEXTS, kind="document")
+
+
 @pytest.mark.slow
 def test_texts_are_truncated_at_the_models_256_tokens(provider: OnnxProvider) -> None:
     long = " ".join(f"word{i % 50}" for i in range(400))
