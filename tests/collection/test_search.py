@@ -87,7 +87,10 @@ def test_the_cli_returns_the_same_hits_as_the_api(
     api = [h.to_dict("k") for h in coll.search("logs worker", top_k=5)]
     assert main(["search", "logs worker", "-c", "k", "--top-k", "5", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)["hits"]
+    views = [(h.pop("view_command"), h.pop("view_url")) for h in cli]  # the CLI's own links
     assert cli == api and cli[0]["offset_unit"] == "codepoint"
+    assert all(command.split()[:3] == ["grk", "open", h["chunk_id"]] and url is None
+               for h, (command, url) in zip(api, views, strict=True))
 
 
 def test_reindexing_gives_the_same_scores_as_a_from_scratch_build(
