@@ -157,7 +157,8 @@ def _answered(questions: Sequence[rpt.Question],
     split = [] if not ({"train", "calibration"} & parts and "test" in parts) else [
         name for name in CHOICES if name != "default"]
     by_choice: dict[str, dict[str, Answer]] = {name: {} for name in ("default", *split)}
-    title = f"answers ({MODE}, top 5, {1 + len(split)} ways of choosing sentences)"
+    ways = f"{1 + len(split)} ways of choosing sentences" if split else "the default choice"
+    title = f"answers ({MODE}, top 5, {ways})"
     with ProgressBar(title, unit="questions") as bar:
         for done, q in enumerate(questions):
             bar.update(done, len(questions))
