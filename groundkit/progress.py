@@ -26,6 +26,7 @@ EMBEDDING = "embedding"
 """The label the embedding phase reports with (:mod:`groundkit.retrieval.vectors`)."""
 LOG_EVERY = 10.0
 """Seconds between two plain log lines of one phase."""
+_ESTIMATED = f"{EMBEDDING}, about "
 
 
 def embedding_label(total: int, pace: float | None) -> str:
@@ -34,7 +35,7 @@ def embedding_label(total: int, pace: float | None) -> str:
     run's 28.9/s``, which the bar adds to its first line."""
     if pace is None or pace <= 0 or total <= 0:
         return EMBEDDING
-    return f"{EMBEDDING}, about {duration(total / pace)} at the last run's {pace:.1f}/s"
+    return f"{_ESTIMATED}{duration(total / pace)} at the last run's {pace:.1f}/s"
 
 
 def duration(seconds: float) -> str:
@@ -75,7 +76,8 @@ class ProgressBar:
         if total <= 0:
             return
         now = self.clock()
-        phase = EMBEDDING if label.startswith(EMBEDDING) else self.title
+        embedding = label == EMBEDDING or label.startswith(_ESTIMATED)  # not a file's name
+        phase = EMBEDDING if embedding else self.title
         if phase != self._phase:
             self._start(phase, total, now, label[len(EMBEDDING):] if phase == EMBEDDING else "")
         elif done >= total and self._finished:

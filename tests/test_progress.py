@@ -89,3 +89,12 @@ def test_a_phase_counts_what_it_says_it_counts() -> None:
         "answers (bm25): 76/1,521 questions (4%), 7.6/s, about 3 min left",
         "answers (bm25): 1,521/1,521 questions (100%), 76.0/s, done in 20 s",
     ]
+
+
+def test_a_file_named_like_the_embedding_phase_is_a_file() -> None:
+    stream = io.StringIO()
+    with ProgressBar("indexing", stream) as bar:
+        bar.update(0, 2, "embedding.md")
+        bar.update(1, 2, "embedding, about.md")
+        bar.update(2, 2, "")
+    assert stream.getvalue() == "indexing 2 files\n"
